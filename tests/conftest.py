@@ -1,0 +1,3 @@
+"""Shared fixtures: each real component lives in its own plugin module."""
+
+pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.mariadb"]
