@@ -1,0 +1,277 @@
+"""Small collectors: each reads one source of counters from the server.
+
+A collector has a name, the minimum server version that has its source, and
+``collect(runner, timeout_s)`` returning cumulative counters and gauges. The target
+runs them all every sample and keeps per-collector success and duration statistics
+(:class:`CollectorStats`), so one broken source (a missing plugin, a table the version
+lacks) costs one warning and a counter, never the sample.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+
+Row = tuple[Any, ...]
+
+
+class QueryRunner(Protocol):
+    """What a collector needs from a database connection."""
+
+    def query(self, sql: str) -> list[Row]: ...
+
+
+@dataclass(slots=True)
+class Collected:
+    counters: dict[str, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+
+
+class Collector(Protocol):
+    name: str
+    min_version: tuple[int, int]
+
+    def collect(self, runner: QueryRunner) -> Collected: ...
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+#: Status counters the profile uses (cumulative since server start).
+STATUS_COUNTERS: tuple[str, ...] = (
+    "Questions",
+    "Queries",
+    "Com_commit",
+    "Com_rollback",
+    "Com_select",
+    "Com_insert",
+    "Com_insert_select",
+    "Com_update",
+    "Com_update_multi",
+    "Com_delete",
+    "Com_delete_multi",
+    "Com_replace",
+    "Com_replace_select",
+    "Com_show_status",
+    "Innodb_buffer_pool_reads",
+    "Innodb_data_fsyncs",
+    "Innodb_row_lock_waits",
+    "Innodb_row_lock_time",
+    "Threads_created",
+    "Connections",
+    "Uptime",
+)
+#: Status values that are point readings.
+STATUS_GAUGES: tuple[str, ...] = (
+    "Threads_connected",
+    "Threads_running",
+    "Threadpool_threads",
+    "Threadpool_idle_threads",
+)
+
+
+@dataclass(slots=True)
+class GlobalStatusCollector:
+    """``SHOW GLOBAL STATUS``: statement, transaction, InnoDB and thread counters."""
+
+    name: str = "global_status"
+    min_version: tuple[int, int] = (5, 5)
+
+    def collect(self, runner: QueryRunner) -> Collected:
+        wanted = STATUS_COUNTERS + STATUS_GAUGES
+        names = ", ".join(f"'{n}'" for n in wanted)
+        rows = runner.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
+        collected = Collected()
+        for variable, raw in rows:
+            value = _number(raw)
+            if value is None:
+                continue
+            if variable in STATUS_GAUGES:
+                collected.gauges[variable] = value
+            else:
+                collected.counters[variable] = value
+        return collected
+
+
+@dataclass(slots=True)
+class ThreadPoolGroupsCollector:
+    """``information_schema.THREAD_POOL_GROUPS`` summed over the groups (gauges).
+
+    The table always lists 128 groups whatever ``thread_pool_size`` is; unused groups
+    are all zero, so sums are right.
+    """
+
+    name: str = "thread_pool_groups"
+    min_version: tuple[int, int] = (10, 6)
+
+    def collect(self, runner: QueryRunner) -> Collected:
+        rows = runner.query(
+            "SELECT SUM(CONNECTIONS), SUM(THREADS), SUM(ACTIVE_THREADS), SUM(STANDBY_THREADS),"
+            " SUM(QUEUE_LENGTH), SUM(IS_STALLED) FROM information_schema.THREAD_POOL_GROUPS"
+        )
+        names = ("connections", "threads", "active_threads", "standby_threads", "queue_length")
+        collected = Collected()
+        if rows:
+            values = rows[0]
+            for name, raw in zip(names + ("stalled_groups",), values, strict=False):
+                number = _number(raw)
+                if number is not None:
+                    collected.gauges[f"tp_{name}"] = number
+        return collected
+
+
+_TP_STATS_COLUMNS: tuple[str, ...] = (
+    "THREAD_CREATIONS",
+    "THREAD_CREATIONS_DUE_TO_STALL",
+    "WAKES",
+    "WAKES_DUE_TO_STALL",
+    "THROTTLES",
+    "STALLS",
+    "POLLS_BY_LISTENER",
+    "POLLS_BY_WORKER",
+    "DEQUEUES_BY_LISTENER",
+    "DEQUEUES_BY_WORKER",
+)
+
+
+@dataclass(slots=True)
+class ThreadPoolStatsCollector:
+    """``information_schema.THREAD_POOL_STATS`` summed over the groups (counters)."""
+
+    name: str = "thread_pool_stats"
+    min_version: tuple[int, int] = (10, 6)
+
+    def collect(self, runner: QueryRunner) -> Collected:
+        sums = ", ".join(f"SUM({c})" for c in _TP_STATS_COLUMNS)
+        rows = runner.query(f"SELECT {sums} FROM information_schema.THREAD_POOL_STATS")
+        collected = Collected()
+        if rows:
+            for column, raw in zip(_TP_STATS_COLUMNS, rows[0], strict=False):
+                number = _number(raw)
+                if number is not None:
+                    collected.counters[f"tp_{column.lower()}"] = number
+        return collected
+
+
+@dataclass(slots=True)
+class ThreadPoolWaitsCollector:
+    """``information_schema.THREAD_POOL_WAITS``: waits by reason (row lock, disk IO, …).
+
+    The direct IO-bound vs CPU-bound signal: many DISKIO/ROW_LOCK waits per request
+    mean requests leave the CPU, so more threads than cores pay off.
+    """
+
+    name: str = "thread_pool_waits"
+    min_version: tuple[int, int] = (10, 6)
+
+    def collect(self, runner: QueryRunner) -> Collected:
+        rows = runner.query("SELECT REASON, COUNT FROM information_schema.THREAD_POOL_WAITS")
+        collected = Collected()
+        for reason, raw in rows:
+            number = _number(raw)
+            if number is not None:
+                collected.counters[f"tp_wait_{str(reason).lower()}"] = number
+        return collected
+
+
+@dataclass(slots=True)
+class QueryResponseTimeCollector:
+    """The ``query_response_time`` plugin's histogram: total count and total seconds.
+
+    Mean latency over a window is Δtotal / Δcount. Only counted while
+    ``query_response_time_stats`` is ON.
+    """
+
+    name: str = "query_response_time"
+    min_version: tuple[int, int] = (10, 0)
+
+    def collect(self, runner: QueryRunner) -> Collected:
+        rows = runner.query(
+            "SELECT SUM(COUNT), SUM(IF(TOTAL = 'TOO LONG', 0, TOTAL))"
+            " FROM information_schema.QUERY_RESPONSE_TIME"
+        )
+        collected = Collected()
+        if rows:
+            count, total = (_number(v) for v in rows[0][:2])
+            if count is not None and total is not None:
+                collected.counters["qrt_count"] = count
+                collected.counters["qrt_total_s"] = total
+        return collected
+
+
+def process_cpu_seconds(pid: int, proc_root: Path = Path("/proc")) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    try:
+        stat = (proc_root / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name is in parentheses and may contain spaces: split after the last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    try:
+        utime, stime = int(fields[11]), int(fields[12])
+    except (IndexError, ValueError):
+        return None
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(slots=True)
+class CollectorStats:
+    """Per-collector health: how often it worked and how long it took."""
+
+    successes: int = 0
+    failures: int = 0
+    last_duration_s: float = 0.0
+    last_error: str = ""
+
+
+@dataclass(slots=True)
+class CollectorSet:
+    """Runs collectors that the server version supports and keeps their statistics."""
+
+    collectors: Sequence[Collector]
+    stats: dict[str, CollectorStats] = field(default_factory=dict)
+
+    def supported(self, version: tuple[int, int]) -> list[Collector]:
+        return [c for c in self.collectors if version >= c.min_version]
+
+    def run(
+        self,
+        runner: QueryRunner,
+        collectors: Iterable[Collector],
+        *,
+        is_fatal: Callable[[BaseException], bool] = lambda exc: False,
+    ) -> tuple[Collected, dict[str, str]]:
+        """Run ``collectors``; errors for which ``is_fatal`` holds (a lost connection)
+        propagate, any other error costs only that collector's part of the sample."""
+        merged = Collected()
+        errors: dict[str, str] = {}
+        for collector in collectors:
+            stats = self.stats.setdefault(collector.name, CollectorStats())
+            started = time.monotonic()
+            try:
+                collected = collector.collect(runner)
+            except Exception as exc:  # one broken source must not cost the sample
+                stats.failures += 1
+                stats.last_error = str(exc)
+                errors[collector.name] = str(exc)
+                if is_fatal(exc):
+                    raise
+                logger.warning("collector %s failed: %s", collector.name, exc)
+                continue
+            finally:
+                stats.last_duration_s = time.monotonic() - started
+            stats.successes += 1
+            merged.counters.update(collected.counters)
+            merged.gauges.update(collected.gauges)
+        return merged, errors

@@ -1,0 +1,256 @@
+"""Agent configuration: a TOML file plus environment overrides for secrets.
+
+The file is loaded into a frozen pydantic model and validated at start-up (and on every
+SIGHUP reload); errors name the file, the key and what is accepted. Only secrets and
+the service URL come from the environment:
+
+- ``POOLTUNE_DB_PASSWORD``    overrides ``[target] password``
+- ``POOLTUNE_AGENT_TOKEN``    overrides the token stored by ``pooltune-agent enroll``
+- ``POOLTUNE_SERVICE_URL``    overrides ``[service] url``
+
+See ``agents/packaging/pooltune-agent.toml`` for a commented example.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from agents import knobs as knob_catalog
+from agents.knobs import Engine
+
+DEFAULT_CONFIG_PATH = Path("/etc/pooltune/agent.toml")
+
+ENV_DB_PASSWORD = "POOLTUNE_DB_PASSWORD"
+ENV_AGENT_TOKEN = "POOLTUNE_AGENT_TOKEN"
+ENV_SERVICE_URL = "POOLTUNE_SERVICE_URL"
+
+PositiveSeconds = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says what to fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class AgentSection(_Section):
+    #: Where the original-tuple state file, the status file and the spool live.
+    state_dir: Path = Path("/var/lib/pooltune")
+    #: Seconds between two samples (the climber's sampling period).
+    sample_period_s: PositiveSeconds = 2.0
+    #: Observation window for the workload profile.
+    profile_window_s: PositiveSeconds = 30.0
+    #: A climb that has not converged after this long is stopped at its best tuple.
+    climb_max_s: PositiveSeconds = 600.0
+    #: Samples to drop after each knob change (the change takes effect with a lag).
+    settle_samples: int = Field(default=1, ge=0, le=10)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class TargetSection(_Section):
+    engine: Engine = Engine.MARIADB
+    host: str = "127.0.0.1"
+    port: int = Field(default=3306, ge=1, le=65535)
+    #: Unix socket path; when set, ``host``/``port`` are only used for ``extra_port``.
+    socket: str = ""
+    #: None: use the server's ``extra_port`` when it has one; 0: never; N: this port.
+    extra_port: int | None = Field(default=None, ge=0, le=65535)
+    user: str = "pooltune"
+    password: SecretStr = SecretStr("")
+    connect_timeout_s: PositiveSeconds = 5.0
+    #: Timeout of one statement of the agent (reads and SET GLOBAL).
+    query_timeout_s: PositiveSeconds = 5.0
+    #: "transactions": commits + rollbacks per second; "queries": statements per second.
+    throughput_metric: Literal["transactions", "queries"] = "transactions"
+    #: Install and switch on the query_response_time plugin to measure latency.
+    enable_latency: bool = False
+    #: The server's CPU count when the agent does not run on the database host.
+    cpu_count: int | None = Field(default=None, ge=1, le=4096)
+
+
+class ClimberSection(_Section):
+    name: str = "pooltune"
+    #: Knobs to climb, pool size first; default: the catalog's tuned knobs.
+    knobs: list[str] = Field(default_factory=list)
+    #: Passed to the climber's factory as its config.
+    settings: dict[str, float | int | str | bool] = Field(default_factory=dict)
+
+
+class SafetySection(_Section):
+    #: Roll back when throughput stays below this share of the last good tuple's ...
+    rollback_below: float = Field(default=0.5, gt=0.0, lt=1.0)
+    #: ... for this many samples in a row.
+    rollback_samples: int = Field(default=3, ge=1, le=100)
+    #: Consecutive failed samples before the agent restores the original tuple and waits.
+    max_failed_samples: int = Field(default=10, ge=1)
+
+
+class ServiceSection(_Section):
+    #: The service's base URL; empty: work offline (local heuristic, reports spooled).
+    url: str = ""
+    #: File holding the agent token written by ``pooltune-agent enroll``.
+    token_file: Path | None = None
+    timeout_s: PositiveSeconds = 10.0
+    max_attempts: int = Field(default=4, ge=1, le=20)
+    backoff_initial_s: PositiveSeconds = 0.5
+    backoff_max_s: PositiveSeconds = 30.0
+    #: Seconds between attempts to drain the spool while the service is down.
+    drain_every_s: PositiveSeconds = 30.0
+    spool_max_bytes: int = Field(default=50_000_000, ge=10_000)
+
+
+class AgentConfig(_Section):
+    """The whole agent configuration (frozen)."""
+
+    agent: AgentSection = AgentSection()
+    target: TargetSection = TargetSection()
+    #: Hard bounds per knob, ``name = [low, high]``, inside the catalog's bounds.
+    bounds: dict[str, tuple[int, int]] = Field(default_factory=dict)
+    climber: ClimberSection = ClimberSection()
+    safety: SafetySection = SafetySection()
+    service: ServiceSection = ServiceSection()
+    #: The token from the environment (never written to the file).
+    agent_token: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _knobs_and_bounds(self) -> Self:
+        catalog = knob_catalog.catalog(self.target.engine)
+        for name in self.climber.knobs:
+            if name not in catalog:
+                raise ValueError(
+                    f"climber.knobs: {name!r} is not a knob of {self.target.engine.value}; "
+                    f"known: {', '.join(catalog)}"
+                )
+        for name, (low, high) in self.bounds.items():
+            knob = catalog.get(name)
+            if knob is None:
+                raise ValueError(
+                    f"bounds: {name!r} is not a knob of {self.target.engine.value}; "
+                    f"known: {', '.join(catalog)}"
+                )
+            if low > high:
+                raise ValueError(f"bounds.{name}: low ({low}) is above high ({high})")
+            if low < knob.minimum or high > knob.maximum:
+                raise ValueError(
+                    f"bounds.{name} = [{low}, {high}] must lie inside the server's "
+                    f"[{knob.minimum}, {knob.maximum}] ({knob.unit})"
+                )
+        return self
+
+    @property
+    def tuned_knob_names(self) -> list[str]:
+        if self.climber.knobs:
+            return list(self.climber.knobs)
+        return [k.name for k in knob_catalog.tuned_knobs(self.target.engine)]
+
+    def knob_bounds(self, name: str) -> tuple[int, int]:
+        """The hard bounds of ``name``: the config's, else the catalog's."""
+        if name in self.bounds:
+            return self.bounds[name]
+        knob = knob_catalog.knob(self.target.engine, name)
+        return (knob.minimum, knob.maximum)
+
+    def clip(self, values: Mapping[str, int]) -> dict[str, int]:
+        """``values`` clipped into the hard bounds."""
+        clipped: dict[str, int] = {}
+        for name, value in values.items():
+            low, high = self.knob_bounds(name)
+            clipped[name] = min(high, max(low, int(value)))
+        return clipped
+
+    @property
+    def state_file(self) -> Path:
+        return self.agent.state_dir / "original-tuple.json"
+
+    @property
+    def status_file(self) -> Path:
+        return self.agent.state_dir / "status.json"
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.agent.state_dir / "spool"
+
+    @property
+    def token_path(self) -> Path:
+        return self.service.token_file or self.agent.state_dir / "agent-token"
+
+
+def _format_validation_error(path: Path | str, exc: ValidationError) -> str:
+    lines = [f"invalid configuration in {path}:"]
+    for error in exc.errors():
+        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling against the example config)"
+        lines.append(f"  {location}: {message}")
+    return "\n".join(lines)
+
+
+def parse_config(
+    data: Mapping[str, object], *, source: str = "<config>", env: Mapping[str, str] | None = None
+) -> AgentConfig:
+    """Validate ``data`` (a parsed TOML document) with the environment's overrides."""
+    env = os.environ if env is None else env
+    document: dict[str, object] = dict(data.items())
+    if "agent_token" in document:
+        raise ConfigError(
+            f"invalid configuration in {source}:\n  agent_token: do not put the token in the "
+            f"file; run `pooltune-agent enroll` or set {ENV_AGENT_TOKEN}"
+        )
+    target = dict(_section(document, "target", source))
+    service = dict(_section(document, "service", source))
+    if env.get(ENV_DB_PASSWORD):
+        target["password"] = env[ENV_DB_PASSWORD]
+    if env.get(ENV_SERVICE_URL):
+        service["url"] = env[ENV_SERVICE_URL]
+    document["target"] = target
+    document["service"] = service
+    if env.get(ENV_AGENT_TOKEN):
+        document["agent_token"] = env[ENV_AGENT_TOKEN]
+    try:
+        return AgentConfig.model_validate(document)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(source, exc)) from None
+
+
+def _section(document: Mapping[str, object], name: str, source: str) -> Mapping[str, object]:
+    section = document.get(name, {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"invalid configuration in {source}:\n  {name}: must be a [{name}] table")
+    return section
+
+
+def load_config(path: Path, *, env: Mapping[str, str] | None = None) -> AgentConfig:
+    """Read, parse and validate the TOML file at ``path``."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file {path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"configuration file {path} is not valid TOML: {exc}") from None
+    return parse_config(data, source=str(path), env=env)
+
+
+def read_agent_token(config: AgentConfig) -> str | None:
+    """The agent token: the environment's, else the enrolled one, else None."""
+    if config.agent_token is not None:
+        return config.agent_token.get_secret_value()
+    try:
+        token = config.token_path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the agent token {config.token_path}: {exc}") from None
+    return token or None

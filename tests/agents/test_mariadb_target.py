@@ -1,0 +1,103 @@
+"""The MariaDB target against the suite's own server."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agents.config import TargetSection
+from agents.targets.base import TargetMisconfigured
+from agents.targets.mariadb import MariaDBTarget
+from tests.fixtures.mariadb import MariaDBServer, SysbenchLoad
+
+pytestmark = [pytest.mark.slow, pytest.mark.mariadb]
+
+
+def _target(server: MariaDBServer, **overrides: object) -> MariaDBTarget:
+    settings = TargetSection.model_validate(
+        {
+            "host": server.host,
+            "port": server.port,
+            "user": server.user,
+            "password": server.password,
+            **overrides,
+        }
+    )
+    return MariaDBTarget(settings)
+
+
+def test_connects_through_extra_port_and_passes_checks(mariadb_server: MariaDBServer) -> None:
+    target = _target(mariadb_server)
+    target.connect()
+    try:
+        info = target.check()
+        ((port,),) = target._query("SELECT @@port", "test")  # noqa: SLF001
+    finally:
+        target.close()
+    assert info.thread_handling == "pool-of-threads"
+    assert info.via_extra_port
+    assert info.server_pid == mariadb_server.process.pid
+
+
+def test_apply_reads_back_and_server_caps_size(mariadb_server: MariaDBServer) -> None:
+    target = _target(mariadb_server)
+    target.connect()
+    original = target.current_tuple(["thread_pool_size", "thread_pool_oversubscribe"])
+    try:
+        assert target.apply({"thread_pool_size": 5, "thread_pool_oversubscribe": 4}) == {
+            "thread_pool_size": 5,
+            "thread_pool_oversubscribe": 4,
+        }
+        assert mariadb_server.variable("thread_pool_size") == 5
+    finally:
+        target.apply(original)
+        target.close()
+
+
+def test_counters_exclude_the_agents_own_queries(
+    mariadb_server: MariaDBServer, sysbench: SysbenchLoad
+) -> None:
+    target = _target(mariadb_server, enable_latency=True)
+    target.connect()
+    target.check()
+    idle_first = target.read_counters()
+    for _ in range(5):
+        target.current_tuple(["thread_pool_size"])
+    idle_second = target.read_counters()
+    questions = idle_second.counters["Questions"] - idle_first.counters["Questions"]
+    own = idle_second.counters["agent_statements"] - idle_first.counters["agent_statements"]
+    assert questions - own <= 1  # nothing but the agent ran (at most a stray ping)
+    sysbench.start(threads=2, time_s=30)
+    time.sleep(2)
+    first = target.read_counters()
+    time.sleep(1.5)
+    second = target.read_counters()
+    target.close()
+    commits = second.counters["Com_commit"] - first.counters["Com_commit"]
+    assert commits > 50
+    assert second.latency_count is not None and first.latency_count is not None
+    assert second.latency_count > first.latency_count
+    assert second.cpu_seconds is not None and first.cpu_seconds is not None
+    assert second.cpu_seconds > first.cpu_seconds
+    assert second.gauges["tp_connections"] == 2
+
+
+def test_one_thread_per_connection_server_is_refused_with_my_cnf_hint(
+    mariadb_one_thread_server: MariaDBServer,
+) -> None:
+    target = _target(mariadb_one_thread_server)
+    target.connect()
+    with pytest.raises(TargetMisconfigured, match="thread_handling = pool-of-threads"):
+        target.check()
+    target.close()
+
+
+def test_account_without_rights_is_refused(mariadb_server: MariaDBServer) -> None:
+    mariadb_server.sql("CREATE USER IF NOT EXISTS 'weak'@'127.0.0.1' IDENTIFIED BY 'weak-pw'")
+    mariadb_server.sql("GRANT SELECT ON *.* TO 'weak'@'127.0.0.1'")
+    target = _target(mariadb_server, user="weak", password="weak-pw")
+    target.connect()
+    with pytest.raises(TargetMisconfigured, match="may not change thread_pool_size"):
+        target.check()
+    target.close()
