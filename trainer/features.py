@@ -1,0 +1,131 @@
+"""Features from a workload profile and host facts, and the targets the models learn.
+
+Besides the raw fields, the features carry what queueing theory says about the optimum:
+
+- the blocking coefficient W/S (off-CPU wait over CPU time per request) and the classic
+  pool-size rule ``cores × (1 + W/S)`` (Goetz, *Java Concurrency in Practice*);
+- Little's law: the concurrency actually present, throughput × latency;
+- CPU utilisation implied by the throughput and the CPU time per request;
+- connections and active connections per core (more threads than connections never helps).
+
+Sizes and rates span orders of magnitude, so most features also appear as ``log1p``; trees do
+not need it, but the linear and nearest-neighbour models do. Unknown fields stay NaN: LightGBM
+and scikit-learn's histogram gradient boosting route missing values themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from agents.wire import HostFacts, WorkloadProfile
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Raw profile fields used as features, in order.
+RAW_FIELDS: tuple[str, ...] = (
+    "connections",
+    "active_connections",
+    "qps",
+    "tps",
+    "read_fraction",
+    "latency_ms",
+    "cpu_ms_per_request",
+    "wait_ms_per_request",
+    "rounds_per_request",
+    "think_ms",
+    "io_reads_per_txn",
+    "fsyncs_per_txn",
+    "lock_waits_per_s",
+    "thread_create_ms",
+)
+
+DERIVED: tuple[str, ...] = (
+    "cpu_count",
+    "blocking_coefficient",
+    "heuristic_size",
+    "little_concurrency",
+    "cpu_utilisation",
+    "connections_per_core",
+    "active_per_core",
+    "queries_per_txn",
+)
+
+FEATURES: tuple[str, ...] = (
+    RAW_FIELDS
+    + DERIVED
+    + tuple(f"log_{name}" for name in RAW_FIELDS + DERIVED if name not in {"read_fraction"})
+)
+
+
+def _nan(value: float | int | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    if math.isnan(numerator) or math.isnan(denominator) or denominator <= 0:
+        return float("nan")
+    return numerator / denominator
+
+
+def feature_row(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
+    """One workload's features as a flat mapping name → float (NaN where unknown)."""
+    row = {name: _nan(getattr(profile, name)) for name in RAW_FIELDS}
+    cores = float(host.cpu_count)
+    cpu_ms, wait_ms = row["cpu_ms_per_request"], row["wait_ms_per_request"]
+    blocking = _ratio(wait_ms, cpu_ms)
+    # Requests per second at the granularity the CPU and wait times are measured in.
+    request_rate = row["qps"] if row["qps"] > 0 else row["tps"]
+    row.update(
+        cpu_count=cores,
+        blocking_coefficient=blocking,
+        heuristic_size=cores * (1.0 + blocking) if not math.isnan(blocking) else float("nan"),
+        little_concurrency=request_rate * row["latency_ms"] / 1000.0,
+        cpu_utilisation=_ratio(request_rate * cpu_ms / 1000.0, cores),
+        connections_per_core=row["connections"] / cores,
+        active_per_core=row["active_connections"] / cores,
+        queries_per_txn=_ratio(row["qps"], row["tps"]),
+    )
+    for name in RAW_FIELDS + DERIVED:
+        if name == "read_fraction":
+            continue
+        value = row[name]
+        row[f"log_{name}"] = math.log1p(value) if value >= 0 else float("nan")
+    return row
+
+
+def feature_matrix(rows: Iterable[tuple[HostFacts, WorkloadProfile]]) -> NDArray[np.float64]:
+    """Features of many workloads as a float matrix, columns in :data:`FEATURES` order.
+
+    Only numpy: the service builds the same matrix to predict, without pandas.
+    """
+    matrix = [
+        [feature[name] for name in FEATURES]
+        for feature in (feature_row(host, profile) for host, profile in rows)
+    ]
+    return np.array(matrix, dtype=np.float64).reshape(-1, len(FEATURES))
+
+
+def feature_frame(rows: Iterable[tuple[HostFacts, WorkloadProfile]]) -> pd.DataFrame:
+    """:func:`feature_matrix` as a DataFrame with named columns (for reports and plots)."""
+    import pandas as pd
+
+    return pd.DataFrame(feature_matrix(rows), columns=list(FEATURES))
+
+
+def size_target(size: int | float) -> float:
+    """Sizes are learned in log2 space: a factor of two is one unit of error everywhere."""
+    return math.log2(max(float(size), 1.0))
+
+
+def size_from_target(value: float) -> float:
+    return float(2.0**value)
+
+
+def targets(optimal: Mapping[str, int], knob_names: Iterable[str]) -> dict[str, float]:
+    return {name: size_target(optimal[name]) for name in knob_names if name in optimal}
