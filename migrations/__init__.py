@@ -1,0 +1,1 @@
+"""Alembic migrations for the service's schema (shipped in the wheel)."""

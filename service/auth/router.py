@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, status
+
+from service.auth import service
+from service.auth.dependencies import AdminAuth, AnyAuth
+from service.auth.schemas import (
+    AgentCredentials,
+    AgentEnroll,
+    AgentRead,
+    EnrollmentTokenCreate,
+    EnrollmentTokenCreated,
+    EnrollmentTokenRead,
+)
+from service.config import Settings
+from service.db import SessionDep
+from service.errors import error_responses
+from service.pagination import Page, PageDep
+
+router = APIRouter(prefix="/v1", tags=["auth"])
+
+IdPath = Annotated[int, Path(ge=1, le=2**31 - 1, examples=[1])]
+
+
+@router.post(
+    "/enrollment-tokens",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EnrollmentTokenCreated,
+    summary="Create an enrolment token",
+    description="Admin token. The secret is in the answer only; it is stored hashed.",
+    responses=error_responses(401, 403, 422),
+    openapi_extra={
+        "requestBody": {
+            "content": {"application/json": {"example": {"description": "rack 4", "max_uses": 10}}}
+        }
+    },
+)
+def create_enrollment_token(
+    request: Request, session: SessionDep, _admin: AdminAuth, body: EnrollmentTokenCreate
+) -> EnrollmentTokenCreated:
+    settings: Settings = request.app.state.settings
+    enrollment, token = service.create_enrollment_token(
+        session,
+        description=body.description,
+        max_uses=body.max_uses,
+        ttl_hours=body.ttl_hours or settings.enrollment_token_ttl_hours,
+    )
+    return EnrollmentTokenCreated(
+        **EnrollmentTokenRead.model_validate(enrollment).model_dump(), token=token
+    )
+
+
+@router.post(
+    "/enrollment-tokens/{token_id}/revoke",
+    response_model=EnrollmentTokenRead,
+    summary="Revoke an enrolment token",
+    description="Admin token. Agents already enrolled with it keep their own tokens.",
+    responses=error_responses(401, 403, 404, 422),
+)
+def revoke_enrollment_token(
+    session: SessionDep, _admin: AdminAuth, token_id: IdPath
+) -> EnrollmentTokenRead:
+    return EnrollmentTokenRead.model_validate(service.revoke_enrollment_token(session, token_id))
+
+
+@router.post(
+    "/agents/enroll",
+    status_code=status.HTTP_201_CREATED,
+    response_model=AgentCredentials,
+    summary="Enrol an agent",
+    description="Spend an enrolment token: host facts in, an agent id and a long-lived agent "
+    "token out. No bearer token needed; a wrong, expired, revoked or used-up enrolment "
+    "token is a 401.",
+    responses=error_responses(401, 422),
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "application/json": {
+                    "example": {
+                        "enrollment_token": "pte_Jx3v...",
+                        "host": {
+                            "hostname": "db-17.example.net",
+                            "engine": "mariadb",
+                            "engine_version": "10.11.19-MariaDB",
+                            "cpu_count": 16,
+                            "memory_bytes": 68719476736,
+                        },
+                    }
+                }
+            }
+        }
+    },
+)
+def enroll_agent(session: SessionDep, body: AgentEnroll) -> AgentCredentials:
+    agent, token = service.enroll_agent(
+        session, enrollment_token=body.enrollment_token, host=body.host
+    )
+    return AgentCredentials(agent_id=agent.id, host_id=agent.host_id, agent_token=token)
+
+
+@router.get(
+    "/agents",
+    response_model=Page[AgentRead],
+    summary="List agents",
+    description="Admin token. Newest first.",
+    responses=error_responses(401, 403, 422),
+)
+def list_agents(session: SessionDep, _admin: AdminAuth, page: PageDep) -> Page[AgentRead]:
+    agents, total = service.list_agents(session, limit=page.limit, offset=page.offset)
+    return Page[AgentRead](
+        items=[AgentRead.model_validate(agent) for agent in agents],
+        total=total,
+        limit=page.limit,
+        offset=page.offset,
+    )
+
+
+@router.post(
+    "/agents/{agent_id}/revoke",
+    response_model=AgentRead,
+    summary="Revoke an agent's token",
+    description="Admin token. The agent's token stops working at once (401 afterwards).",
+    responses=error_responses(401, 403, 404, 422),
+)
+def revoke_agent(session: SessionDep, _admin: AdminAuth, agent_id: IdPath) -> AgentRead:
+    return AgentRead.model_validate(service.revoke_agent(session, agent_id))
+
+
+@router.post(
+    "/agents/{agent_id}/rotate",
+    response_model=AgentCredentials,
+    summary="Rotate an agent's token",
+    description="The admin token, or the agent's own token. Answers a new token; the old one "
+    "stops working at once.",
+    responses=error_responses(401, 403, 404, 422),
+)
+def rotate_agent_token(
+    session: SessionDep, principal: AnyAuth, agent_id: IdPath
+) -> AgentCredentials:
+    agent, token = service.rotate_agent_token(session, agent_id, principal=principal)
+    return AgentCredentials(agent_id=agent.id, host_id=agent.host_id, agent_token=token)

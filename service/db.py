@@ -1,0 +1,126 @@
+"""Declarative base, engine construction and the per-request session dependency."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy import BigInteger, DateTime, Dialect, Integer, MetaData, create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+from sqlalchemy.types import TypeDecorator
+
+from service.config import Settings
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: A 64-bit id on PostgreSQL, SQLite's INTEGER (its only auto-incrementing type) elsewhere.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware timestamps on every backend (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; pass a timezone-aware value")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def build_engine(settings: Settings) -> Engine:
+    """The engine for ``settings.database_url``; SQLite gets foreign keys and a busy timeout."""
+    url = settings.database_url
+    if url.startswith("sqlite"):
+        kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 30}}
+        if url in ("sqlite://", "sqlite:///:memory:"):
+            kwargs["poolclass"] = StaticPool
+        engine = create_engine(url, **kwargs)
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.close()
+
+        return engine
+    return create_engine(
+        url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_pre_ping=True,
+        pool_timeout=30,
+    )
+
+
+def build_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
+
+
+def get_db_session(request: Request) -> Iterator[Session]:
+    """One session per request: services flush, this commits on success, else rolls back."""
+    factory: sessionmaker[Session] = request.app.state.sessionmaker
+    with factory() as session:
+        try:
+            yield session
+        except BaseException:
+            session.rollback()
+            raise
+        else:
+            session.commit()
+
+
+# scope="function": commit before the response leaves, so a 201 means the row is durable.
+SessionDep = Annotated[Session, Depends(get_db_session, scope="function")]
+
+
+def insert_ignoring_conflict(
+    session: Session, table: Any, values: dict[str, Any], *, conflict_columns: list[str]
+) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING RETURNING id``: the new id, or None on a conflict.
+
+    The database arbitrates concurrent inserts of the same key, so no request ever sees an
+    IntegrityError for a benign race (and no transaction is poisoned by one).
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        stmt: Any = pg_insert(table).values(**values)
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(table).values(**values)
+    else:  # pragma: no cover - only PostgreSQL and SQLite are supported
+        raise RuntimeError(f"unsupported database dialect {dialect!r}")
+    stmt = stmt.on_conflict_do_nothing(index_elements=conflict_columns).returning(table.c.id)
+    return session.execute(stmt).scalar_one_or_none()

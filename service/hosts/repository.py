@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.db import insert_ignoring_conflict, utcnow
+from service.hosts.models import Host
+
+
+class HostRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, host_id: int) -> Host | None:
+        return self.session.get(Host, host_id)
+
+    def get_by_identity(self, hostname: str, engine: str) -> Host | None:
+        return self.session.scalars(
+            select(Host).where(Host.hostname == hostname, Host.engine == engine)
+        ).one_or_none()
+
+    def insert_if_absent(
+        self, *, hostname: str, engine: str, engine_version: str, cpu_count: int, memory_bytes: int
+    ) -> int | None:
+        now = utcnow()
+        new_id: int | None = insert_ignoring_conflict(
+            self.session,
+            Host.__table__,
+            {
+                "hostname": hostname,
+                "engine": engine,
+                "engine_version": engine_version,
+                "cpu_count": cpu_count,
+                "memory_bytes": memory_bytes,
+                "created_at": now,
+                "updated_at": now,
+            },
+            conflict_columns=["hostname", "engine"],
+        )
+        return new_id
+
+    def paginate(
+        self, *, engine: str | None, limit: int, offset: int
+    ) -> tuple[Sequence[Host], int]:
+        query = select(Host)
+        if engine is not None:
+            query = query.where(Host.engine == engine)
+        total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
+        items = self.session.scalars(query.order_by(Host.id.desc()).limit(limit).offset(offset))
+        return items.all(), total

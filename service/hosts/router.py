@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from agents.knobs import Engine
+from service.auth.dependencies import AdminAuth
+from service.db import SessionDep
+from service.errors import error_responses
+from service.hosts import service
+from service.hosts.schemas import HostDetail, HostRead
+from service.pagination import Page, PageDep
+from service.reports import service as report_service
+from service.reports.schemas import ReportSummary
+
+router = APIRouter(prefix="/v1/hosts", tags=["hosts"])
+
+
+@router.get(
+    "",
+    response_model=Page[HostRead],
+    summary="List hosts",
+    description="Enrolled hosts, newest first, with their current tuple. Admin token.",
+    responses=error_responses(401, 403, 422),
+)
+def list_hosts(
+    session: SessionDep,
+    _admin: AdminAuth,
+    page: PageDep,
+    engine: Annotated[Engine | None, Query(description="Only hosts of this engine.")] = None,
+) -> Page[HostRead]:
+    hosts, total = service.list_hosts(
+        session, engine=engine.value if engine else None, limit=page.limit, offset=page.offset
+    )
+    return Page[HostRead](
+        items=[HostRead.model_validate(host) for host in hosts],
+        total=total,
+        limit=page.limit,
+        offset=page.offset,
+    )
+
+
+@router.get(
+    "/{host_id}",
+    response_model=HostDetail,
+    summary="Get a host",
+    description="Facts, current tuple, the last report and the gain over the default tuple "
+    "where it was measured. Admin token.",
+    responses=error_responses(401, 403, 404, 422),
+)
+def get_host(
+    session: SessionDep,
+    _admin: AdminAuth,
+    host_id: Annotated[int, Path(ge=1, le=2**31 - 1, examples=[1])],
+) -> HostDetail:
+    host = service.get_host(session, host_id)
+    detail = HostDetail.model_validate(host)
+    report = report_service.latest_report(session, host.id)
+    if report is not None:
+        detail.last_report = ReportSummary.model_validate(report)
+        detail.gain_over_default = report_service.gain_over_default(report)
+    return detail

@@ -1,0 +1,40 @@
+"""Limit/offset pagination shared by the list routes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Generic, TypeVar
+
+from fastapi import Depends, Query
+from pydantic import BaseModel, Field
+
+MAX_PAGE_SIZE = 200
+
+ItemT = TypeVar("ItemT")
+
+
+class PageParams(BaseModel):
+    limit: int = 50
+    offset: int = 0
+
+
+def page_params(
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_PAGE_SIZE, description="Items per page.", examples=[50])
+    ] = 50,
+    offset: Annotated[
+        int, Query(ge=0, le=2**31 - 1, description="Items to skip.", examples=[0])
+    ] = 0,
+) -> PageParams:
+    return PageParams(limit=limit, offset=offset)
+
+
+PageDep = Annotated[PageParams, Depends(page_params)]
+
+
+class Page(BaseModel, Generic[ItemT]):
+    """One page of a list, newest first, with the total count for the same filters."""
+
+    items: list[ItemT]
+    total: int = Field(ge=0, description="Items matching the filters, over all pages.")
+    limit: int
+    offset: int

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.db import Base, BigId, UTCDateTime, utcnow
+
+
+class RecommendationLog(Base):
+    """Every answer given, with the model that gave it: the trainer evaluates from these."""
+
+    __tablename__ = "recommendation_log"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    engine: Mapped[str] = mapped_column(String(32), index=True)
+    host_id: Mapped[int | None] = mapped_column(
+        ForeignKey("hosts.id", ondelete="SET NULL"), nullable=True
+    )
+    agent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("agents.id", ondelete="SET NULL"), nullable=True
+    )
+    source: Mapped[str] = mapped_column(String(32))
+    model_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_versions.id", ondelete="SET NULL"), nullable=True
+    )
+    model_version: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    host_facts: Mapped[dict[str, Any]] = mapped_column(JSON)
+    profile: Mapped[dict[str, Any]] = mapped_column(JSON)
+    start_tuple: Mapped[dict[str, Any]] = mapped_column(JSON)
+    ranges: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: Why the heuristic answered although a model was promoted (load or predict failure).
+    fallback_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
