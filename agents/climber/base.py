@@ -1,0 +1,205 @@
+"""What every climber shares: the sample it is fed, the knob space, events, the interface.
+
+A climber is a pure object: :meth:`Climber.step` takes one ~2-second :class:`Sample` and
+answers the full knob tuple to apply next. It has no I/O, no clock and no global random
+state, so the agent, the tests and the benchmark drive it the same way, thousands of
+samples per second.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from agents import knobs as knob_catalog
+from agents.knobs import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One sample of the server: throughput per second over ~2 s and what was in force."""
+
+    throughput: float
+    connections: int
+    latency_ms: float | None
+    #: The knob values actually in force, read back from the server.
+    knobs: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class KnobDim:
+    """One knob the climber may move, with the bounds it must stay inside."""
+
+    name: str
+    low: int
+    high: int
+    default: int
+    log_scale: bool = True
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError(f"{self.name}: low {self.low} is above high {self.high}")
+        if self.log_scale and self.low < 1:
+            # log space needs positive values; catalogs' log knobs start at ≥ 1.
+            object.__setattr__(self, "low", 1)
+
+    def clip(self, value: float) -> int:
+        return int(min(self.high, max(self.low, round(value))))
+
+    def to_unit(self, value: float) -> float:
+        """Coordinate the climber searches in: log2 for log-scale knobs."""
+        return math.log2(max(value, 1e-9)) if self.log_scale else float(value)
+
+    def from_unit(self, coordinate: float) -> int:
+        return self.clip(2.0**coordinate if self.log_scale else coordinate)
+
+
+@dataclass(frozen=True, slots=True)
+class KnobSpace:
+    """The knobs a climber tunes, pool size first."""
+
+    dims: tuple[KnobDim, ...]
+
+    def __post_init__(self) -> None:
+        if not self.dims:
+            raise ValueError("a knob space needs at least the pool size")
+
+    @classmethod
+    def from_engine(
+        cls,
+        engine: Engine | str,
+        cpu_count: int,
+        *,
+        bounds: Mapping[str, tuple[int, int]] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> KnobSpace:
+        """The tuned knobs of ``engine`` (or ``names``), inside the catalog's bounds and
+        the operator's hard ``bounds`` (which must lie inside the catalog's)."""
+        catalog = knob_catalog.catalog(engine)
+        chosen = (
+            [catalog[name] for name in names]
+            if names is not None
+            else knob_catalog.tuned_knobs(engine)
+        )
+        size_name = knob_catalog.POOL_SIZE_KNOB[Engine(engine)]
+        chosen.sort(key=lambda k: k.name != size_name)
+        dims = []
+        for knob in chosen:
+            low, high = knob.minimum, knob.maximum
+            if bounds and knob.name in bounds:
+                low, high = max(low, bounds[knob.name][0]), min(high, bounds[knob.name][1])
+            default = min(high, max(low, knob.default_for(cpu_count)))
+            dims.append(KnobDim(knob.name, low, high, default, knob.log_scale))
+        return cls(tuple(dims))
+
+    @property
+    def size(self) -> KnobDim:
+        return self.dims[0]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dims)
+
+    def dim(self, name: str) -> KnobDim:
+        for d in self.dims:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def defaults(self) -> dict[str, int]:
+        return {d.name: d.default for d in self.dims}
+
+    def clip(self, knobs: Mapping[str, int]) -> dict[str, int]:
+        """A full tuple: every dimension, clipped; missing ones take their default."""
+        return {d.name: d.clip(knobs.get(d.name, d.default)) for d in self.dims}
+
+
+class EventKind(enum.StrEnum):
+    #: Started again from scratch (reason says why).
+    REINIT = "reinit"
+    #: The workload changed (detected by the climber).
+    WORKLOAD_CHANGE = "workload-change"
+    #: Went back to the last good tuple after a sharp sustained drop.
+    ROLLBACK = "rollback"
+    #: Someone else changed a knob.
+    MANUAL_CHANGE = "manual-change"
+    CONVERGED = "converged"
+    SUSPENDED = "suspended"
+    RESUMED = "resumed"
+    #: A guard changed or refused the tuple the algorithm wanted.
+    GUARD = "guard"
+
+
+#: Events that throw away what the climber learnt: counted as restarts.
+RESTART_EVENTS = frozenset({EventKind.REINIT, EventKind.WORKLOAD_CHANGE})
+
+
+@dataclass(frozen=True, slots=True)
+class ClimberEvent:
+    step: int
+    kind: EventKind
+    reason: str
+    knobs: dict[str, int] = field(default_factory=dict)
+
+
+class Climber(abc.ABC):
+    """The interface the agent drives: ``reset`` once, then ``step`` per sample."""
+
+    name: str = "abstract"
+
+    def __init__(self, space: KnobSpace, cpu_count: int) -> None:
+        self.space = space
+        self.cpu_count = max(1, cpu_count)
+        self.events: list[ClimberEvent] = []
+        self.steps = 0
+        self._current: dict[str, int] = space.defaults()
+        self._best: dict[str, int] = dict(self._current)
+
+    # -------------------------------------------------------------- interface
+    @abc.abstractmethod
+    def reset(
+        self,
+        start: Mapping[str, int],
+        *,
+        plausible_range: Mapping[str, tuple[int, int]] | None = None,
+    ) -> None:
+        """Start climbing from ``start`` (already applied by the caller)."""
+
+    @abc.abstractmethod
+    def step(self, sample: Sample) -> dict[str, int]:
+        """Feed one sample; return the full tuple to apply next."""
+
+    @property
+    @abc.abstractmethod
+    def state(self) -> str: ...
+
+    @property
+    @abc.abstractmethod
+    def converged(self) -> bool: ...
+
+    @property
+    def best_tuple(self) -> dict[str, int]:
+        return dict(self._best)
+
+    @property
+    def current_tuple(self) -> dict[str, int]:
+        return dict(self._current)
+
+    def settings(self) -> dict[str, float | int | str | bool | None]:
+        """The climber's configuration, flat, for reports (``ClimberInfo.settings``)."""
+        return {}
+
+    # -------------------------------------------------------------- helpers
+    def _event(self, kind: EventKind, reason: str) -> None:
+        self.events.append(ClimberEvent(self.steps, kind, reason, dict(self._current)))
+
+    def restarts(self) -> int:
+        return sum(1 for e in self.events if e.kind in RESTART_EVENTS)
+
+
+def scale_to_host(value: float, cpu_count: int, reference_cpus: int = 72) -> float:
+    """Scale a magnitude tuned on the reference's 72-core server to this host."""
+    return value * cpu_count / reference_cpus

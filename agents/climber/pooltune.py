@@ -1,0 +1,432 @@
+"""pooltune's default climber: noise-aware line searches in log space, then hold and watch.
+
+Why this shape (what the anchors teach, DESIGN.md):
+- The first sample after a change mixes old and new (actuation lag): it is discarded.
+- Thread-pool curves are flat at the top and steep on the flanks, so the search works in
+  log2(size) with steps that grow while throughput keeps improving (fast on flanks) and
+  halve once the optimum is bracketed; it stops at ``min_step`` instead of chasing the
+  last percent.
+- A probe is compared with the best point measured so far (its recent samples only, so
+  slow drift does not bias the comparison) by a test that must clear both the noise (a
+  z-test on log throughput with a pooled, autocorrelation-inflated noise estimate) and a
+  relevance threshold ``epsilon``. Ambiguous probes get more samples, up to a cap.
+- Ties go to the smaller pool (thread economy): the result is the smallest size within
+  ``epsilon`` of the best. For the other knobs ties keep the current value.
+- Safety: a probe whose first samples fall sharply below the best is abandoned at once and
+  the climber rolls back to the best tuple (``ROLLBACK`` event).
+- A start tuple and plausible range from the service size the first steps.
+- After the size, the other tuned knobs are searched one at a time (oversubscribe, stall
+  limit), then the size is checked again with small steps.
+- Holding the optimum, a robust two-sided CUSUM on log throughput against a slowly
+  adapting baseline (so drift of ±20% over tens of minutes is followed, not mistaken for
+  a change) and a check on the connection count detect a workload change; the climber
+  then searches again from where it is.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Generator, Mapping
+from dataclasses import asdict, dataclass
+
+from agents.climber.base import Climber, EventKind, KnobDim, KnobSpace, Sample
+
+
+@dataclass(frozen=True, slots=True)
+class PooltuneConfig:
+    """Parameters of :class:`PooltuneClimber` (defaults tuned on ``benchmarks.climb``)."""
+
+    #: Samples discarded after each knob change (MariaDB: one 2-s sample is enough).
+    lag_samples: int = 1
+    #: Samples per probe before the first test, and the most a probe may take.
+    min_samples: int = 2
+    max_samples: int = 6
+    #: z of the noise test and relevance threshold (relative throughput, log scale).
+    z: float = 2.0
+    epsilon: float = 0.03
+    #: Prior for the per-sample noise (coefficient of variation) and its weight in samples.
+    prior_cv: float = 0.08
+    prior_weight: float = 6.0
+    #: Inflation of standard errors for autocorrelated samples.
+    autocorrelation_inflation: float = 1.4
+    #: Steps in log2 units: first step on a cold start, cap, stop, growth per success.
+    initial_step: float = 0.5
+    max_step: float = 2.0
+    min_step: float = 0.2
+    expand: float = 2.0
+    #: Only samples this recent count for comparisons (drift).
+    recent_window: int = 30
+    #: Roll back when a probe's first samples are this far (relative) below the best.
+    rollback_drop: float = 0.3
+    #: Hold: CUSUM slack and threshold (in noise units), winsorising clip, baseline EWMA,
+    #: and the smallest relative change worth detecting.
+    cusum_slack: float = 0.75
+    cusum_threshold: float = 8.0
+    cusum_clip: float = 3.0
+    baseline_alpha: float = 0.05
+    min_change: float = 0.15
+    #: Hold: a change of the connection count by this factor for 2 samples is a change.
+    connections_change: float = 1.3
+    #: Search the other knobs after the size.
+    tune_secondary: bool = True
+    #: Throughput below which the climber waits instead of climbing (per second).
+    min_throughput: float = 0.0
+
+
+class PooltuneState(enum.StrEnum):
+    SEARCH_SIZE = "search-size"
+    SEARCH_TUPLE = "search-tuple"
+    HOLD = "hold"
+    SUSPENDED = "suspended"
+
+
+class _Verdict(enum.Enum):
+    BETTER = 1
+    EQUAL = 0
+    WORSE = -1
+    UNSURE = 2
+
+
+_Request = tuple[dict[str, int], int]
+_Program = Generator[_Request, None, None]
+
+
+def _key(knobs: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(knobs.items()))
+
+
+class PooltuneClimber(Climber):
+    name = "pooltune"
+
+    def __init__(
+        self, space: KnobSpace, cpu_count: int, config: PooltuneConfig | None = None
+    ) -> None:
+        super().__init__(space, cpu_count)
+        self.config = config or PooltuneConfig()
+        self._state = PooltuneState.SEARCH_SIZE
+        self._converged = False
+        self._archive: dict[tuple[tuple[str, int], ...], list[tuple[int, float]]] = {}
+        self._noise_ss = 0.0
+        self._noise_dof = 0.0
+        self._range: dict[str, tuple[int, int]] = {}
+        self._program: _Program | None = None
+        self._lag_left = 0
+        self._pending = 0
+        self._aborted = False
+        self._top: dict[str, int] = dict(self._current)
+        self._connections_ref: float | None = None
+        self._connections_strikes = 0
+        self._baseline: float | None = None
+        self._cusum_high = 0.0
+        self._cusum_low = 0.0
+        self._suspended_from: PooltuneState | None = None
+
+    # ----------------------------------------------------------------- interface
+    @property
+    def state(self) -> str:
+        return self._state.value
+
+    @property
+    def converged(self) -> bool:
+        return self._converged
+
+    def settings(self) -> dict[str, float | int | str | bool | None]:
+        return dict(asdict(self.config))
+
+    def reset(
+        self,
+        start: Mapping[str, int],
+        *,
+        plausible_range: Mapping[str, tuple[int, int]] | None = None,
+    ) -> None:
+        self._current = self.space.clip(start)
+        self._best = dict(self._current)
+        self._range = dict(plausible_range or {})
+        self._lag_left = self.config.lag_samples
+        self._start_program(cold=not self._range)
+
+    def step(self, sample: Sample) -> dict[str, int]:
+        self.steps += 1
+        in_force = {n: sample.knobs.get(n, v) for n, v in self._current.items()}
+        if in_force != self._current:
+            self._current = self.space.clip(in_force)
+            self._event(EventKind.MANUAL_CHANGE, f"knobs changed outside the climber: {in_force}")
+            self._range = {}
+            self._lag_left = 0
+            self._start_program(cold=True)
+            return dict(self._current)
+        if sample.connections <= 0 or sample.throughput <= self.config.min_throughput:
+            if self._state is not PooltuneState.SUSPENDED:
+                self._suspended_from = self._state
+                self._state = PooltuneState.SUSPENDED
+                self._event(EventKind.SUSPENDED, "no connections or throughput too low")
+            return dict(self._current)
+        if self._state is PooltuneState.SUSPENDED:
+            self._event(EventKind.RESUMED, "load is back")
+            self._state = self._suspended_from or PooltuneState.SEARCH_SIZE
+            self._cusum_high = self._cusum_low = 0.0
+            self._lag_left = 1
+        if self._lag_left > 0:
+            self._lag_left -= 1
+            return dict(self._current)
+        level = math.log(sample.throughput)
+        self._archive.setdefault(_key(self._current), []).append((self.steps, level))
+        if self._state is PooltuneState.HOLD:
+            self._hold(level, sample.connections)
+            return dict(self._current)
+        if self._connections_ref is None:
+            self._connections_ref = float(sample.connections)
+        self._pending -= 1
+        if self._pending > 0 and self._is_sharp_drop():
+            self._pending = 0
+            self._aborted = True
+            self._event(EventKind.ROLLBACK, "sharp drop at a probe: back to the best tuple")
+        if self._pending <= 0:
+            self._advance()
+        return dict(self._current)
+
+    # ----------------------------------------------------------------- program
+    def _start_program(self, *, cold: bool) -> None:
+        self._archive.clear()
+        self._top = dict(self._current)
+        self._converged = False
+        self._state = PooltuneState.SEARCH_SIZE
+        self._baseline = None
+        self._connections_ref = None
+        self._program = self._climb(cold=cold)
+        self._pending = 0
+        self._aborted = False
+        if self._lag_left == 0:
+            self._advance()
+
+    def _advance(self) -> None:
+        assert self._program is not None
+        try:
+            target, count = next(self._program)
+        except StopIteration:
+            self._enter_hold()
+            return
+        target = self.space.clip(target)
+        if target != self._current:
+            self._current = target
+            self._lag_left = self.config.lag_samples
+        self._pending = count
+
+    def _initial_step(self, dim: KnobDim, value: int, *, cold: bool) -> float:
+        cfg = self.config
+        if not cold and dim.name in self._range:
+            low, high = self._range[dim.name]
+            span = dim.to_unit(max(high, 1)) - dim.to_unit(max(low, 1))
+            return min(cfg.max_step, max(cfg.min_step, span / 4.0))
+        return cfg.initial_step if dim is self.space.size else 1.0
+
+    def _climb(self, *, cold: bool) -> _Program:
+        size = self.space.size
+        start_size = self._current[size.name]
+        yield from self._search(size, self._initial_step(size, start_size, cold=cold), True)
+        if not self.config.tune_secondary or len(self.space.dims) == 1:
+            return
+        self._state = PooltuneState.SEARCH_TUPLE
+        moved = False
+        for dim in self.space.dims[1:]:
+            before = self._current[dim.name]
+            step = self._initial_step(dim, before, cold=cold)
+            yield from self._search(dim, step, False)
+            moved = moved or self._top[dim.name] != before
+        if moved:
+            self._state = PooltuneState.SEARCH_SIZE
+            yield from self._search(size, 2 * self.config.min_step, True)
+
+    def _search(self, dim: KnobDim, step: float, economy: bool) -> _Program:
+        """Line search on one knob from the best tuple; leaves ``self._top`` at the
+        chosen tuple (the smallest within ε of the best when ``economy``)."""
+        cfg = self.config
+        yield from self._ensure_reference()
+        center = dict(self._top)
+        high_cap = dim.high
+        if dim is self.space.size and self._connections_ref:
+            high_cap = max(dim.low, min(dim.high, max(self.cpu_count, int(self._connections_ref))))
+
+        def neighbour(base: Mapping[str, int], direction: int, h: float) -> dict[str, int]:
+            value = dim.from_unit(dim.to_unit(base[dim.name]) + direction * h)
+            if value == base[dim.name]:
+                value = base[dim.name] + direction
+            moved = dict(base)
+            moved[dim.name] = min(high_cap, max(dim.low, value))
+            return moved
+
+        # Which side first: over-provisioned pools are checked downwards first.
+        first = -1 if (dim is self.space.size and center[dim.name] > 2 * self.cpu_count) else 1
+        direction = 0
+        for candidate_direction in (first, -first):
+            probe = neighbour(center, candidate_direction, step)
+            if probe == center:
+                continue
+            verdict = yield from self._probe(probe)
+            if verdict is _Verdict.BETTER:
+                self._top = probe
+                center = probe
+                direction = candidate_direction
+                break
+            if verdict is _Verdict.EQUAL and economy and candidate_direction < 0:
+                center = probe
+                direction = -1
+                break
+        if direction != 0:
+            # Expand along the improving direction (or walk down a plateau).
+            h = step
+            while True:
+                h = min(h * cfg.expand, cfg.max_step) if center == self._top else h
+                probe = neighbour(center, direction, h)
+                if probe == center:
+                    break
+                verdict = yield from self._probe(probe)
+                if verdict is _Verdict.BETTER:
+                    self._top = probe
+                    center = probe
+                elif verdict is _Verdict.EQUAL and economy and direction < 0:
+                    center = probe
+                else:
+                    break
+            step = h
+        # Refine around the candidate with halving steps, smaller side first.
+        h = step / 2.0
+        while h >= cfg.min_step:
+            down = neighbour(center, -1, h)
+            if down != center:
+                verdict = yield from self._probe(down)
+                if verdict is _Verdict.BETTER:
+                    self._top = center = down
+                    h /= 2.0
+                    continue
+                if verdict is _Verdict.EQUAL and economy:
+                    center = down
+                    h /= 2.0
+                    continue
+            up = neighbour(center, 1, h)
+            if up != center:
+                verdict = yield from self._probe(up)
+                if verdict is _Verdict.BETTER:
+                    self._top = center = up
+            h /= 2.0
+        self._top = center
+        if self._current != center:
+            yield (center, cfg.min_samples)
+
+    def _ensure_reference(self) -> _Program:
+        if len(self._recent(self._top)) < self.config.min_samples:
+            yield (dict(self._top), self.config.min_samples)
+
+    def _probe(self, probe: dict[str, int]) -> Generator[_Request, None, _Verdict]:
+        cfg = self.config
+        yield from self._ensure_reference()
+        reference_before = self._recent(self._top)
+        yield (probe, cfg.min_samples)
+        while True:
+            if self._aborted:
+                self._aborted = False
+                yield (dict(self._top), cfg.min_samples)
+                return _Verdict.WORSE
+            reference = self._recent(self._top) or reference_before
+            samples = self._recent(probe)
+            verdict = self._compare(reference, samples, final=len(samples) >= cfg.max_samples)
+            if verdict is not _Verdict.UNSURE:
+                return verdict
+            yield (probe, 1)
+
+    # ----------------------------------------------------------------- statistics
+    def _recent(self, knobs: Mapping[str, int]) -> list[float]:
+        horizon = self.steps - self.config.recent_window
+        return [v for t, v in self._archive.get(_key(knobs), []) if t > horizon]
+
+    def _noise(self) -> float:
+        cfg = self.config
+        prior = math.log1p(cfg.prior_cv**2)
+        variance = (cfg.prior_weight * prior + self._noise_ss) / (cfg.prior_weight + self._noise_dof)
+        return math.sqrt(variance)
+
+    def _learn_noise(self, values: list[float]) -> None:
+        if len(values) < 2:
+            return
+        mean = sum(values) / len(values)
+        self._noise_ss += sum((v - mean) ** 2 for v in values)
+        self._noise_dof += len(values) - 1
+
+    def _compare(self, reference: list[float], probe: list[float], *, final: bool) -> _Verdict:
+        cfg = self.config
+        if not reference or not probe:
+            return _Verdict.UNSURE
+        difference = sum(probe) / len(probe) - sum(reference) / len(reference)
+        noise = self._noise() * cfg.autocorrelation_inflation
+        stderr = noise * math.sqrt(1.0 / len(reference) + 1.0 / len(probe))
+        if difference > cfg.epsilon and difference > cfg.z * stderr:
+            verdict = _Verdict.BETTER
+        elif difference < -cfg.epsilon and difference < -cfg.z * stderr:
+            verdict = _Verdict.WORSE
+        elif abs(difference) <= cfg.epsilon and cfg.z * stderr <= 3 * cfg.epsilon:
+            verdict = _Verdict.EQUAL
+        elif final:
+            if difference > cfg.epsilon:
+                verdict = _Verdict.BETTER
+            elif difference < -cfg.epsilon:
+                verdict = _Verdict.WORSE
+            else:
+                verdict = _Verdict.EQUAL
+        else:
+            return _Verdict.UNSURE
+        self._learn_noise(probe)
+        return verdict
+
+    def _is_sharp_drop(self) -> bool:
+        """Two samples of the current probe far below the best tuple's level."""
+        if self._current == self._top:
+            return False
+        probe = self._recent(self._current)
+        reference = self._recent(self._top)
+        if len(probe) < 2 or not reference:
+            return False
+        threshold = sum(reference) / len(reference) + math.log1p(-self.config.rollback_drop)
+        return probe[-1] < threshold and probe[-2] < threshold
+
+    # ----------------------------------------------------------------- hold
+    def _enter_hold(self) -> None:
+        self._state = PooltuneState.HOLD
+        self._program = None
+        self._best = dict(self._current)
+        recent = self._recent(self._current)
+        self._baseline = sum(recent) / len(recent) if recent else None
+        self._cusum_high = self._cusum_low = 0.0
+        self._connections_strikes = 0
+        if not self._converged:
+            self._converged = True
+            self._event(EventKind.CONVERGED, f"holding {self._current}")
+
+    def _hold(self, level: float, connections: int) -> None:
+        cfg = self.config
+        if self._baseline is None:
+            self._baseline = level
+            self._connections_ref = float(connections)
+            return
+        if self._connections_ref is None:
+            self._connections_ref = float(connections)
+        ratio = max(connections, 1) / max(self._connections_ref, 1.0)
+        if ratio > cfg.connections_change or ratio < 1 / cfg.connections_change:
+            self._connections_strikes += 1
+        else:
+            self._connections_strikes = 0
+        noise = max(self._noise(), math.log1p(cfg.min_change) / cfg.cusum_clip)
+        residual = max(-cfg.cusum_clip, min(cfg.cusum_clip, (level - self._baseline) / noise))
+        self._cusum_high = max(0.0, self._cusum_high + residual - cfg.cusum_slack)
+        self._cusum_low = max(0.0, self._cusum_low - residual - cfg.cusum_slack)
+        # Follow slow drift; a clipped residual keeps spikes from dragging the baseline.
+        self._baseline += cfg.baseline_alpha * residual * noise
+        if self._connections_strikes >= 2:
+            reason = f"connections moved from {self._connections_ref:.0f} to {connections}"
+        elif max(self._cusum_high, self._cusum_low) > cfg.cusum_threshold:
+            direction = "rose" if self._cusum_high > self._cusum_low else "fell"
+            reason = f"throughput {direction} away from the held level"
+        else:
+            return
+        self._event(EventKind.WORKLOAD_CHANGE, reason)
+        self._start_program(cold=True)
