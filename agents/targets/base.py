@@ -81,10 +81,11 @@ class Target(Protocol):
     def close(self) -> None:
         """Close the admin connection; never raises."""
 
-    def check(self) -> TargetInfo:
+    def check(self, *, read_only: bool = False) -> TargetInfo:
         """Check the server can be tuned (thread pool on, rights to SET GLOBAL).
 
-        Raises :class:`TargetMisconfigured` with an actionable message otherwise.
+        Raises :class:`TargetMisconfigured` with an actionable message otherwise. With
+        ``read_only`` nothing is set or installed on the server (``dry-run``).
         """
 
     def host_facts(self) -> HostFacts:

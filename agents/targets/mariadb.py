@@ -240,7 +240,7 @@ class MariaDBTarget:
 
     # -- checks -----------------------------------------------------------------------
 
-    def check(self) -> TargetInfo:
+    def check(self, *, read_only: bool = False) -> TargetInfo:
         rows = self._query(
             "SELECT VERSION(), @@thread_handling, @@pid_file", "reading server variables"
         )
@@ -258,9 +258,10 @@ class MariaDBTarget:
                 "not connected through extra_port: set `extra_port` in my.cnf so the agent's "
                 "queries bypass the pool it tunes"
             )
-        self._check_rights()
+        if not read_only:
+            self._check_rights()
         self._active_collectors = self._collector_set.supported(self._version)
-        self._latency_available = self._setup_latency()
+        self._latency_available = self._setup_latency(read_only=read_only)
         if not self._latency_available:
             self._active_collectors = [
                 c for c in self._active_collectors if c.name != "query_response_time"
@@ -292,7 +293,7 @@ class MariaDBTarget:
                     "thread pool tables"
                 ) from None
 
-    def _setup_latency(self) -> bool:
+    def _setup_latency(self, *, read_only: bool) -> bool:
         try:
             rows = self._query(
                 "SELECT PLUGIN_STATUS FROM information_schema.PLUGINS "
@@ -300,13 +301,13 @@ class MariaDBTarget:
                 "checking query_response_time",
             )
             installed = bool(rows) and str(rows[0][0]) == "ACTIVE"
-            if not installed and self.settings.enable_latency:
+            if not installed and self.settings.enable_latency and not read_only:
                 logger.info("installing the query_response_time plugin (enable_latency)")
                 self._query("INSTALL SONAME 'query_response_time'", "installing plugin")
                 installed = True
             if not installed:
                 return False
-            if self.settings.enable_latency:
+            if self.settings.enable_latency and not read_only:
                 self._query("SET GLOBAL query_response_time_stats = ON", "enabling latency")
             (row,) = self._query("SELECT @@global.query_response_time_stats", "reading stats")
             return str(row[0]) in {"1", "ON"}
@@ -328,7 +329,7 @@ class MariaDBTarget:
 
     def host_facts(self) -> HostFacts:
         if not self._version_text:
-            self.check()
+            self.check(read_only=True)
         local = self.settings.host in _LOCAL_HOSTS or bool(self.settings.socket)
         hostname = socket.gethostname()
         if not local:
@@ -347,7 +348,7 @@ class MariaDBTarget:
         if self._connection is None:
             self.connect()
         if not self._active_collectors:
-            self.check()
+            self.check(read_only=True)
         connection = self._connection
         assert connection is not None
         try:
