@@ -12,7 +12,6 @@ from service.hosts import service
 from service.hosts.schemas import HostDetail, HostRead
 from service.pagination import Page, PageDep
 from service.reports import service as report_service
-from service.reports.schemas import ReportSummary
 
 router = APIRouter(prefix="/v1/hosts", tags=["hosts"])
 
@@ -58,6 +57,6 @@ def get_host(
     detail = HostDetail.model_validate(host)
     report = report_service.latest_report(session, host.id)
     if report is not None:
-        detail.last_report = ReportSummary.model_validate(report)
+        detail.last_report = report_service.summarize(report)
         detail.gain_over_default = report_service.gain_over_default(report)
     return detail

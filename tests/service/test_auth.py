@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from service.auth.models import Agent, EnrollmentToken
+from service.db import utcnow
+from tests.service.factories import (
+    auth,
+    climb_report,
+    create_agent,
+    create_enrollment_token,
+    host_facts,
+    recommendation_request,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+async def _enroll(client: AsyncClient, token: str, **host: object) -> dict[str, object]:
+    response = await client.post(
+        "/v1/agents/enroll", json={"enrollment_token": token, "host": host_facts(**host)}
+    )
+    assert response.status_code == 201, response.text
+    body: dict[str, object] = response.json()
+    return body
+
+
+async def test_admin_creates_enrollment_token_and_agent_enrolls(
+    api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
+) -> None:
+    created = await api_client.post(
+        "/v1/enrollment-tokens", json={"description": "rack 4", "max_uses": 2}, headers=admin_headers
+    )
+    assert created.status_code == 201
+    token = created.json()["token"]
+    assert token.startswith("pte_")
+
+    credentials = await _enroll(api_client, token, hostname="db-1.example.net")
+    assert str(credentials["agent_token"]).startswith("pta_")
+    host = await api_client.get(f"/v1/hosts/{credentials['host_id']}", headers=admin_headers)
+    assert host.json()["hostname"] == "db-1.example.net"
+
+    # Tokens are stored hashed: neither secret appears in the database.
+    stored = db_session.execute(
+        text("SELECT token_hash FROM agents UNION ALL SELECT token_hash FROM enrollment_tokens")
+    ).scalars()
+    for digest in stored:
+        assert digest not in (token, credentials["agent_token"])
+        assert len(digest) == 64
+
+
+async def test_missing_token_is_401(api_client: AsyncClient) -> None:
+    response = await api_client.get("/v1/hosts")
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_wrong_token_is_401(api_client: AsyncClient) -> None:
+    for token in ("nonsense", "pta_not-a-real-token"):
+        response = await api_client.get("/v1/hosts", headers=auth(token))
+        assert response.status_code == 401
+
+
+async def test_agent_token_on_admin_routes_is_403(
+    api_client: AsyncClient, db_session: Session
+) -> None:
+    _, token, _ = create_agent(db_session)
+    for method, path in [
+        ("GET", "/v1/hosts"),
+        ("GET", "/v1/reports"),
+        ("GET", "/v1/models"),
+        ("GET", "/v1/agents"),
+        ("POST", "/v1/models/1/promote"),
+        ("POST", "/v1/enrollment-tokens"),
+    ]:
+        response = await api_client.request(method, path, headers=auth(token), json={})
+        assert response.status_code == 403, (path, response.text)
+        assert response.json()["error"] == "forbidden"
+
+
+async def test_admin_token_cannot_upload_reports(
+    api_client: AsyncClient, admin_headers: dict[str, str]
+) -> None:
+    response = await api_client.post("/v1/reports", json=climb_report(), headers=admin_headers)
+    assert response.status_code == 403
+
+
+async def test_agent_cannot_write_another_hosts_report(
+    api_client: AsyncClient, db_session: Session
+) -> None:
+    _, token, _ = create_agent(db_session)
+    other = host_facts(hostname="someone-else.example.net")
+    response = await api_client.post("/v1/reports", json=climb_report(other), headers=auth(token))
+    assert response.status_code == 403
+    assert "someone-else" in response.json()["detail"]
+
+
+async def test_bad_enrollment_tokens_are_401(api_client: AsyncClient, db_session: Session) -> None:
+    _, used_up = create_enrollment_token(db_session, max_uses=1)
+    await _enroll(api_client, used_up)
+    expired_row, expired = create_enrollment_token(db_session)
+    expired_row.expires_at = utcnow() - timedelta(seconds=1)
+    revoked_row, revoked = create_enrollment_token(db_session)
+    revoked_row.revoked_at = utcnow()
+    db_session.flush()
+    for token, reason in [
+        (used_up, "used up"),
+        (expired, "expired"),
+        (revoked, "revoked"),
+        ("pte_unknown", "unknown"),
+    ]:
+        response = await api_client.post(
+            "/v1/agents/enroll", json={"enrollment_token": token, "host": host_facts()}
+        )
+        assert response.status_code == 401
+        assert reason in response.json()["detail"]
+
+
+async def test_revoking_an_enrollment_token_via_api(
+    api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
+) -> None:
+    row, token = create_enrollment_token(db_session)
+    response = await api_client.post(
+        f"/v1/enrollment-tokens/{row.id}/revoke", headers=admin_headers
+    )
+    assert response.status_code == 200
+    assert response.json()["revoked_at"] is not None
+    enroll = await api_client.post(
+        "/v1/agents/enroll", json={"enrollment_token": token, "host": host_facts()}
+    )
+    assert enroll.status_code == 401
+
+
+async def test_revoked_agent_token_is_401(
+    api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
+) -> None:
+    agent, token, facts = create_agent(db_session)
+    payload = recommendation_request(facts.model_dump(mode="json"))
+    assert (await api_client.post("/v1/recommendations", json=payload, headers=auth(token))).status_code == 200
+    revoke = await api_client.post(f"/v1/agents/{agent.id}/revoke", headers=admin_headers)
+    assert revoke.status_code == 200
+    response = await api_client.post("/v1/recommendations", json=payload, headers=auth(token))
+    assert response.status_code == 401
+    assert "revoked" in response.json()["detail"]
+    # A revoked agent cannot rotate its way back in.
+    rotate = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=admin_headers)
+    assert rotate.status_code == 403
+
+
+async def test_rotation_replaces_the_token(api_client: AsyncClient, db_session: Session) -> None:
+    agent, old_token, facts = create_agent(db_session)
+    rotated = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=auth(old_token))
+    assert rotated.status_code == 200
+    new_token = rotated.json()["agent_token"]
+    assert new_token != old_token
+    payload = recommendation_request(facts.model_dump(mode="json"))
+    old = await api_client.post("/v1/recommendations", json=payload, headers=auth(old_token))
+    assert old.status_code == 401
+    new = await api_client.post("/v1/recommendations", json=payload, headers=auth(new_token))
+    assert new.status_code == 200
+    stored = db_session.scalars(select(Agent).where(Agent.id == agent.id)).one()
+    assert stored.rotated_at is not None
+
+
+async def test_agent_cannot_rotate_another_agents_token(
+    api_client: AsyncClient, db_session: Session
+) -> None:
+    first, first_token, _ = create_agent(db_session)
+    second, _, _ = create_agent(db_session)
+    response = await api_client.post(f"/v1/agents/{second.id}/rotate", headers=auth(first_token))
+    assert response.status_code == 403
+
+
+async def test_reenrolling_the_same_host_reuses_the_host_row(
+    api_client: AsyncClient, db_session: Session
+) -> None:
+    _, token = create_enrollment_token(db_session, max_uses=2)
+    first = await _enroll(api_client, token, hostname="same.example.net", cpu_count=4)
+    second = await _enroll(api_client, token, hostname="same.example.net", cpu_count=8)
+    assert first["host_id"] == second["host_id"]
+    assert first["agent_id"] != second["agent_id"]
+    row = db_session.scalars(select(EnrollmentToken)).all()[-1]
+    assert row.uses == 2
+
+
+async def test_list_agents_is_paginated(
+    api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
+) -> None:
+    for _ in range(3):
+        create_agent(db_session)
+    page = await api_client.get("/v1/agents?limit=2&offset=0", headers=admin_headers)
+    assert page.status_code == 200
+    body = page.json()
+    assert body["total"] == 3 and len(body["items"]) == 2
+    assert "token_hash" not in body["items"][0]
