@@ -46,10 +46,10 @@ class PooltuneConfig:
     z: float = 2.0
     epsilon: float = 0.03
     #: Prior for the per-sample noise (coefficient of variation) and its weight in samples.
-    prior_cv: float = 0.08
-    prior_weight: float = 6.0
+    prior_cv: float = 0.05
+    prior_weight: float = 4.0
     #: Inflation of standard errors for autocorrelated samples.
-    autocorrelation_inflation: float = 1.4
+    autocorrelation_inflation: float = 1.3
     #: Steps in log2 units: first step on a cold start, cap, stop, growth per success.
     initial_step: float = 0.5
     max_step: float = 2.0
@@ -68,8 +68,9 @@ class PooltuneConfig:
     min_change: float = 0.15
     #: Hold: a change of the connection count by this factor for 2 samples is a change.
     connections_change: float = 1.3
-    #: Search the other knobs after the size.
+    #: Search the other knobs after the size, with this first step (log2: ×4).
     tune_secondary: bool = True
+    secondary_step: float = 2.0
     #: Throughput below which the climber waits instead of climbing (per second).
     min_throughput: float = 0.0
 
@@ -219,7 +220,7 @@ class PooltuneClimber(Climber):
             low, high = self._range[dim.name]
             span = dim.to_unit(max(high, 1)) - dim.to_unit(max(low, 1))
             return min(cfg.max_step, max(cfg.min_step, span / 4.0))
-        return cfg.initial_step if dim is self.space.size else 1.0
+        return cfg.initial_step if dim is self.space.size else cfg.secondary_step
 
     def _climb(self, *, cold: bool) -> _Program:
         size = self.space.size
@@ -240,13 +241,18 @@ class PooltuneClimber(Climber):
 
     def _search(self, dim: KnobDim, step: float, economy: bool) -> _Program:
         """Line search on one knob from the best tuple; leaves ``self._top`` at the
-        chosen tuple (the smallest within ε of the best when ``economy``)."""
+        chosen tuple (the smallest within ε of the best when ``economy``).
+
+        ``low_bound`` / ``high_bound`` (log2 coordinates) are the nearest probed points
+        known not to beat the candidate; refinement only probes inside them.
+        """
         cfg = self.config
         yield from self._ensure_reference()
         center = dict(self._top)
         high_cap = dim.high
         if dim is self.space.size and self._connections_ref:
             high_cap = max(dim.low, min(dim.high, max(self.cpu_count, int(self._connections_ref))))
+        low_bound, high_bound = -math.inf, math.inf
 
         def neighbour(base: Mapping[str, int], direction: int, h: float) -> dict[str, int]:
             value = dim.from_unit(dim.to_unit(base[dim.name]) + direction * h)
@@ -256,6 +262,9 @@ class PooltuneClimber(Climber):
             moved[dim.name] = min(high_cap, max(dim.low, value))
             return moved
 
+        def coordinate(knobs: Mapping[str, int]) -> float:
+            return dim.to_unit(knobs[dim.name])
+
         # Which side first: over-provisioned pools are checked downwards first.
         first = -1 if (dim is self.space.size and center[dim.name] > 2 * self.cpu_count) else 1
         direction = 0
@@ -263,52 +272,78 @@ class PooltuneClimber(Climber):
             probe = neighbour(center, candidate_direction, step)
             if probe == center:
                 continue
-            verdict = yield from self._probe(probe)
+            verdict = yield from self._probe(probe, stay=not economy)
             if verdict is _Verdict.BETTER:
-                self._top = probe
-                center = probe
+                self._top = center = probe
                 direction = candidate_direction
                 break
             if verdict is _Verdict.EQUAL and economy and candidate_direction < 0:
+                high_bound = coordinate(center)
                 center = probe
                 direction = -1
                 break
+            if candidate_direction > 0:
+                # Equal above: no gain upwards at all; worse above: the peak may lie between.
+                high_bound = coordinate(center if verdict is _Verdict.EQUAL else probe)
+            else:
+                low_bound = coordinate(probe)
+        if direction == 0 and not economy:
+            return
+        h = step
         if direction != 0:
             # Expand along the improving direction (or walk down a plateau).
-            h = step
             while True:
                 h = min(h * cfg.expand, cfg.max_step) if center == self._top else h
                 probe = neighbour(center, direction, h)
                 if probe == center:
                     break
-                verdict = yield from self._probe(probe)
+                previous = coordinate(center)
+                verdict = yield from self._probe(probe, stay=not economy)
                 if verdict is _Verdict.BETTER:
-                    self._top = probe
-                    center = probe
+                    self._top = center = probe
+                    if direction > 0:
+                        low_bound = previous
+                    else:
+                        high_bound = previous
                 elif verdict is _Verdict.EQUAL and economy and direction < 0:
+                    high_bound = previous
                     center = probe
                 else:
+                    if direction > 0:
+                        high_bound = coordinate(center if verdict is _Verdict.EQUAL else probe)
+                    else:
+                        low_bound = coordinate(probe)
                     break
-            step = h
-        # Refine around the candidate with halving steps, smaller side first.
-        h = step / 2.0
+        # Refine inside the bracket with halving steps, smaller side first.
+        h /= 2.0
+        margin = cfg.min_step / 2.0
         while h >= cfg.min_step:
-            down = neighbour(center, -1, h)
-            if down != center:
-                verdict = yield from self._probe(down)
-                if verdict is _Verdict.BETTER:
-                    self._top = center = down
-                    h /= 2.0
+            for side in (-1, 1):
+                target = coordinate(center) + side * h
+                if (side < 0 and target <= low_bound + margin) or (
+                    side > 0 and target >= high_bound - margin
+                ):
                     continue
-                if verdict is _Verdict.EQUAL and economy:
-                    center = down
-                    h /= 2.0
+                probe = neighbour(center, side, h)
+                if probe == center:
                     continue
-            up = neighbour(center, 1, h)
-            if up != center:
-                verdict = yield from self._probe(up)
+                previous = coordinate(center)
+                verdict = yield from self._probe(probe, stay=not economy)
                 if verdict is _Verdict.BETTER:
-                    self._top = center = up
+                    self._top = center = probe
+                    if side > 0:
+                        low_bound = previous
+                    else:
+                        high_bound = previous
+                    break
+                if verdict is _Verdict.EQUAL and economy and side < 0:
+                    high_bound = previous
+                    center = probe
+                    break
+                if side > 0:
+                    high_bound = coordinate(center if verdict is _Verdict.EQUAL else probe)
+                else:
+                    low_bound = coordinate(probe)
             h /= 2.0
         self._top = center
         if self._current != center:
@@ -318,7 +353,9 @@ class PooltuneClimber(Climber):
         if len(self._recent(self._top)) < self.config.min_samples:
             yield (dict(self._top), self.config.min_samples)
 
-    def _probe(self, probe: dict[str, int]) -> Generator[_Request, None, _Verdict]:
+    def _probe(
+        self, probe: dict[str, int], *, stay: bool = False
+    ) -> Generator[_Request, None, _Verdict]:
         cfg = self.config
         yield from self._ensure_reference()
         reference_before = self._recent(self._top)
@@ -330,7 +367,9 @@ class PooltuneClimber(Climber):
                 return _Verdict.WORSE
             reference = self._recent(self._top) or reference_before
             samples = self._recent(probe)
-            verdict = self._compare(reference, samples, final=len(samples) >= cfg.max_samples)
+            verdict = self._compare(
+                reference, samples, final=len(samples) >= cfg.max_samples, stay=stay
+            )
             if verdict is not _Verdict.UNSURE:
                 return verdict
             yield (probe, 1)
@@ -353,7 +392,9 @@ class PooltuneClimber(Climber):
         self._noise_ss += sum((v - mean) ** 2 for v in values)
         self._noise_dof += len(values) - 1
 
-    def _compare(self, reference: list[float], probe: list[float], *, final: bool) -> _Verdict:
+    def _compare(
+        self, reference: list[float], probe: list[float], *, final: bool, stay: bool = False
+    ) -> _Verdict:
         cfg = self.config
         if not reference or not probe:
             return _Verdict.UNSURE
@@ -367,7 +408,8 @@ class PooltuneClimber(Climber):
         elif abs(difference) <= cfg.epsilon and cfg.z * stderr <= 3 * cfg.epsilon:
             verdict = _Verdict.EQUAL
         elif final:
-            if difference > cfg.epsilon:
+            # Where ties keep the current value, an unproven gain must be twice as large.
+            if difference > (2 * cfg.epsilon if stay else cfg.epsilon):
                 verdict = _Verdict.BETTER
             elif difference < -cfg.epsilon:
                 verdict = _Verdict.WORSE

@@ -73,7 +73,7 @@ DEFAULT_STALL_LIMIT_MS: Final = 500
 OVERSUBSCRIBE_GRID: Final = (1, 2, 3, 4, 6, 8, 12, 16, 32)
 STALL_LIMIT_GRID: Final = (10, 30, 60, 100, 200, 500, 1000, 2000, 5000)
 
-_BISECTION_STEPS: Final = 40
+_BISECTION_STEPS: Final = 30
 _SMOOTH_P: Final = 4.0
 
 
@@ -213,7 +213,8 @@ class SimWorkload:
 
     def tuple_surface(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """Throughput over sizes × oversubscribe grid × stall grid (and the three axes)."""
-        sizes = size_grid(self.max_size)
+        # Geometric size grid: the secondary knobs' optimum moves smoothly with size.
+        sizes = np.unique(np.round(np.geomspace(1, self.max_size, 40)))
         over = np.asarray(OVERSUBSCRIBE_GRID, dtype=np.float64)
         stall = np.asarray(STALL_LIMIT_GRID, dtype=np.float64)
         throughput, _ = self.steady_state(

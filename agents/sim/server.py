@@ -16,6 +16,8 @@ from agents.sim.curves import (
     optimum_size,
 )
 from agents.sim.model import (
+    OVERSUBSCRIBE_GRID,
+    STALL_LIMIT_GRID,
     DEFAULT_OVERSUBSCRIBE,
     DEFAULT_STALL_LIMIT_MS,
     OVERSUBSCRIBE_KNOB,
@@ -112,8 +114,10 @@ class SimServer:
         best = {SIZE_KNOB: size, OVERSUBSCRIBE_KNOB: DEFAULT_OVERSUBSCRIBE}
         best[STALL_LIMIT_KNOB] = DEFAULT_STALL_LIMIT_MS
         if isinstance(self._curve, WorkloadCurve):
-            surface, _, over, stall = self._curve.workload.tuple_surface()
-            at_size = surface[size - 1]
+            w = self._curve.workload
+            over = np.asarray(OVERSUBSCRIBE_GRID, dtype=np.float64)
+            stall = np.asarray(STALL_LIMIT_GRID, dtype=np.float64)
+            at_size, _ = w.steady_state(float(size), over[:, None], stall[None, :])
             i, j = np.unravel_index(int(np.argmax(at_size)), at_size.shape)
             default_value = self._curve.expected(best)[0]
             # Keep the defaults unless another pair is clearly (> 1%) better.
