@@ -34,7 +34,9 @@ async def test_admin_creates_enrollment_token_and_agent_enrolls(
     api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
 ) -> None:
     created = await api_client.post(
-        "/v1/enrollment-tokens", json={"description": "rack 4", "max_uses": 2}, headers=admin_headers
+        "/v1/enrollment-tokens",
+        json={"description": "rack 4", "max_uses": 2},
+        headers=admin_headers,
     )
     assert created.status_code == 201
     token = created.json()["token"]
@@ -142,7 +144,9 @@ async def test_revoked_agent_token_is_401(
 ) -> None:
     agent, token, facts = create_agent(db_session)
     payload = recommendation_request(facts.model_dump(mode="json"))
-    assert (await api_client.post("/v1/recommendations", json=payload, headers=auth(token))).status_code == 200
+    assert (
+        await api_client.post("/v1/recommendations", json=payload, headers=auth(token))
+    ).status_code == 200
     revoke = await api_client.post(f"/v1/agents/{agent.id}/revoke", headers=admin_headers)
     assert revoke.status_code == 200
     response = await api_client.post("/v1/recommendations", json=payload, headers=auth(token))

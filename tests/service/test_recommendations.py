@@ -72,9 +72,17 @@ async def test_without_a_model_the_heuristic_answers(
     [
         ({"cpu_count": 8}, {"connections": 10, "active_connections": 5.0}, 10),
         ({"cpu_count": 64}, {}, 128),
-        ({"cpu_count": 6}, {"cpu_ms_per_request": None, "wait_ms_per_request": None, "latency_ms": None}, 6),
+        (
+            {"cpu_count": 6},
+            {"cpu_ms_per_request": None, "wait_ms_per_request": None, "latency_ms": None},
+            6,
+        ),
         ({"cpu_count": 4}, {"wait_ms_per_request": None, "latency_ms": 2.0}, 4 * 5),
-        ({"cpu_count": 4, "engine": "pgbouncer"}, {"connections": 0, "active_connections": 0.0}, 16),
+        (
+            {"cpu_count": 4, "engine": "pgbouncer"},
+            {"connections": 0, "active_connections": 0.0},
+            16,
+        ),
     ],
 )
 async def test_heuristic_is_cores_times_one_plus_w_over_s_clipped(
@@ -122,7 +130,9 @@ async def test_promotion_switches_the_answer_without_restart(
     token, facts, _ = agent_token
     assert (await _recommend(api_client, token, facts))["source"] == "heuristic"
 
-    first = create_model_version(db_session, values={"thread_pool_size": 5}, metrics={"regret": 0.2})
+    first = create_model_version(
+        db_session, values={"thread_pool_size": 5}, metrics={"regret": 0.2}
+    )
     promoted = await api_client.post(
         f"/v1/models/{first.id}/promote", json={"reason": "first"}, headers=admin_headers
     )
@@ -131,7 +141,9 @@ async def test_promotion_switches_the_answer_without_restart(
         "thread_pool_size"
     ] == 5
 
-    second = create_model_version(db_session, values={"thread_pool_size": 7}, metrics={"regret": 0.1})
+    second = create_model_version(
+        db_session, values={"thread_pool_size": 7}, metrics={"regret": 0.1}
+    )
     await api_client.post(f"/v1/models/{second.id}/promote", json={}, headers=admin_headers)
     body = await _recommend(api_client, token, facts)
     assert (body["model_version"], body["start_tuple"]["values"]["thread_pool_size"]) == (
@@ -164,7 +176,9 @@ async def test_a_corrupted_artifact_falls_back_with_a_logged_error(
     assert len(errors) == 1  # logged once per broken version, not on every request
     assert "sha256 mismatch" in errors[0].__dict__["error"]
     logged = db_session.scalars(select(RecommendationLog)).all()
-    assert all(entry.fallback_reason and "sha256 mismatch" in entry.fallback_reason for entry in logged)
+    assert all(
+        entry.fallback_reason and "sha256 mismatch" in entry.fallback_reason for entry in logged
+    )
     metrics = (await api_client.get("/metrics")).text
     assert 'pooltune_model_errors_total{engine="mariadb",stage="load"} 2.0' in metrics
     assert 'pooltune_recommendations_total{engine="mariadb",source="heuristic"} 2.0' in metrics

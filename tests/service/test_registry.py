@@ -25,7 +25,9 @@ def test_versions_are_numbered_per_engine_and_name(db_session: Session) -> None:
     a1 = create_model_version(db_session, name="a")
     a2 = create_model_version(db_session, name="a")
     b1 = create_model_version(db_session, name="b")
-    pb1 = create_model_version(db_session, name="a", engine=DbEngine.PGBOUNCER, values={"default_pool_size": 4})
+    pb1 = create_model_version(
+        db_session, name="a", engine=DbEngine.PGBOUNCER, values={"default_pool_size": 4}
+    )
     assert [a1.version, a2.version, b1.version, pb1.version] == [1, 2, 1, 1]
     assert a1.artifact_sha256 == artifact_sha256(a1.artifact)
 

@@ -54,7 +54,9 @@ async def test_reusing_a_key_for_a_different_report_is_409(
 ) -> None:
     _, token, facts = agent
     payload = climb_report(facts)
-    assert (await api_client.post("/v1/reports", json=payload, headers=auth(token))).status_code == 201
+    assert (
+        await api_client.post("/v1/reports", json=payload, headers=auth(token))
+    ).status_code == 201
     changed = {**payload, "throughput_optimal": 99999.0}
     response = await api_client.post("/v1/reports", json=changed, headers=auth(token))
     assert response.status_code == 409
@@ -64,9 +66,7 @@ async def test_reusing_a_key_for_a_different_report_is_409(
 async def test_twenty_concurrent_duplicates_store_exactly_one_row(
     live_app: FastAPI, live_client: AsyncClient, admin_headers: dict[str, str], pg_engine: Engine
 ) -> None:
-    token_response = await live_client.post(
-        "/v1/enrollment-tokens", json={}, headers=admin_headers
-    )
+    token_response = await live_client.post("/v1/enrollment-tokens", json={}, headers=admin_headers)
     facts = host_facts()
     enrolled = await live_client.post(
         "/v1/agents/enroll",
@@ -194,9 +194,7 @@ async def test_a_stored_report_comes_back_whole_with_its_trace(
     assert response.status_code == 200
     body = response.json()
     assert body["trace_samples"] == 300
-    assert body["report"]["trace"] == [
-        {**sample, "latency_ms": 1.5} for sample in payload["trace"]
-    ]
+    assert body["report"]["trace"] == [{**sample, "latency_ms": 1.5} for sample in payload["trace"]]
     assert body["report"]["profile"] == {
         **workload_profile(),
         **{k: v for k, v in body["report"]["profile"].items() if v in (None, {})},
