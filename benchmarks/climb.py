@@ -95,7 +95,7 @@ def make_curve(family: str, rng: np.random.Generator) -> ThroughputCurve:
         return KneeCurve(
             rate=float(rng.uniform(100, 5000)),
             knee_size=math.exp(rng.uniform(math.log(1.5), math.log(48.0))),
-            sharpness=float(rng.uniform(2.0, 6.0)),
+            sharpness=float(rng.uniform(3.0, 8.0)),
             decline=float(rng.choice([0.0, 0.01, 0.02])),
             cores=cores,
         )

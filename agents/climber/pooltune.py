@@ -61,11 +61,11 @@ class PooltuneConfig:
     rollback_drop: float = 0.3
     #: Hold: CUSUM slack and threshold (in noise units), winsorising clip, baseline EWMA,
     #: and the smallest relative change worth detecting.
-    cusum_slack: float = 0.75
-    cusum_threshold: float = 8.0
+    cusum_slack: float = 1.0
+    cusum_threshold: float = 10.0
     cusum_clip: float = 3.0
     baseline_alpha: float = 0.05
-    min_change: float = 0.15
+    min_change: float = 0.2
     #: Hold: a change of the connection count by this factor for 2 samples is a change.
     connections_change: float = 1.3
     #: Search the other knobs after the size, with this first step (log2: ×4).
@@ -216,6 +216,10 @@ class PooltuneClimber(Climber):
 
     def _initial_step(self, dim: KnobDim, value: int, *, cold: bool) -> float:
         cfg = self.config
+        if dim is self.space.size and cold and value >= 8 * self.cpu_count:
+            # Far above the cores: the flat tail of a falling curve looks like a plateau
+            # at small steps, so the first steps are large.
+            return max(cfg.initial_step, 1.5)
         if not cold and dim.name in self._range:
             low, high = self._range[dim.name]
             span = dim.to_unit(max(high, 1)) - dim.to_unit(max(low, 1))
@@ -248,10 +252,15 @@ class PooltuneClimber(Climber):
         """
         cfg = self.config
         yield from self._ensure_reference()
-        center = dict(self._top)
         high_cap = dim.high
         if dim is self.space.size and self._connections_ref:
             high_cap = max(dim.low, min(dim.high, max(self.cpu_count, int(self._connections_ref))))
+            if self._top[dim.name] > high_cap:
+                # More groups than connections (and cores) cannot help: cut at once.
+                self._top = {**self._top, dim.name: high_cap}
+                self._event(EventKind.GUARD, f"{dim.name} cut to {high_cap}: connections")
+                yield (dict(self._top), cfg.min_samples)
+        center = dict(self._top)
         low_bound, high_bound = -math.inf, math.inf
 
         def neighbour(base: Mapping[str, int], direction: int, h: float) -> dict[str, int]:
@@ -457,7 +466,10 @@ class PooltuneClimber(Climber):
             self._connections_strikes += 1
         else:
             self._connections_strikes = 0
-        noise = max(self._noise(), math.log1p(cfg.min_change) / cfg.cusum_clip)
+        noise = max(
+            self._noise() * cfg.autocorrelation_inflation,
+            math.log1p(cfg.min_change) / cfg.cusum_clip,
+        )
         residual = max(-cfg.cusum_clip, min(cfg.cusum_clip, (level - self._baseline) / noise))
         self._cusum_high = max(0.0, self._cusum_high + residual - cfg.cusum_slack)
         self._cusum_low = max(0.0, self._cusum_low - residual - cfg.cusum_slack)
