@@ -8,6 +8,7 @@ database; 4 the server cannot be tuned as configured (no thread pool, missing ri
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -164,6 +165,8 @@ def cmd_run(config_path: Path, config: AgentConfig, args: argparse.Namespace) ->
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGHUP, on_hup)
+    # `kill -USR1` dumps every thread's stack to stderr: for diagnosing a stuck agent.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     # Start-up: the database may be restarting too; retry until it answers or we stop.
     delay = 1.0

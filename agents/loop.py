@@ -439,6 +439,11 @@ class AgentLoop:
         changes = {n: v for n, v in wanted.items() if self.applied.get(n) != v}
         if not changes:
             return
+        # A DBA may have set a knob since this sample was read: never overwrite that.
+        in_force = self.target.current_tuple(self.names)
+        if in_force != self.applied:
+            self._manual_change(in_force)
+            return
         if not self.original.exists():
             self.original.save(self.target.engine, self.applied)
         read_back = self.target.apply(changes)
