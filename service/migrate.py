@@ -11,11 +11,12 @@ from alembic.config import Config
 from sqlalchemy import create_engine, pool, text
 from sqlalchemy.exc import OperationalError
 
-import migrations
-
 logger = logging.getLogger(__name__)
 
-MIGRATIONS_DIR = Path(migrations.__file__).resolve().parent
+# The `migrations` package sits beside `service` both in the repository and in the installed
+# wheel; found by path, not by import, so a stray `migrations` directory on sys.path (a
+# namespace package) cannot shadow it.
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:
