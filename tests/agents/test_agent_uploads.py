@@ -1,0 +1,146 @@
+"""Reports reach the real service exactly once, even when it is down at the time."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.agents.agent_process import AgentProcess, agent_env, run_cli, write_config
+from tests.fixtures.mariadb import MariaDBServer, SysbenchLoad, free_port
+from tests.fixtures.postgres import TEST_ADMIN_TOKEN
+
+pytestmark = [pytest.mark.slow, pytest.mark.mariadb, pytest.mark.postgres]
+
+ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
+
+
+class ServiceProcess:
+    """``pooltune-service serve`` on a fixed port, stoppable and restartable."""
+
+    def __init__(self, database_url: str, port: int, log_path: Path) -> None:
+        self.database_url = database_url
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        env.update(
+            POOLTUNE_DATABASE_URL=self.database_url,
+            POOLTUNE_ADMIN_TOKEN=TEST_ADMIN_TOKEN,
+            POOLTUNE_ENVIRONMENT="test",
+        )
+        with self.log_path.open("a") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "service.cli",
+                    "serve",
+                    "--no-migrate",
+                    "--port",
+                    str(self.port),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"service exited:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"service not ready:\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process = None
+
+
+@pytest.fixture
+def service_process(pg_database_url: str, tmp_path: Path) -> Iterator[ServiceProcess]:
+    service = ServiceProcess(pg_database_url, free_port(), tmp_path / "service.log")
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def test_report_spooled_while_service_down_then_delivered_exactly_once(
+    mariadb_server: MariaDBServer,
+    sysbench: SysbenchLoad,
+    service_process: ServiceProcess,
+    tmp_path: Path,
+) -> None:
+    # Enrol while the service is up: the token is stored 0600.
+    service_process.start()
+    created = httpx.post(
+        f"{service_process.url}/v1/enrollment-tokens",
+        json={"description": "agent upload test"},
+        headers=ADMIN,
+    )
+    assert created.status_code == 201, created.text
+    config = write_config(tmp_path, mariadb_server, service_url=service_process.url, climb_max_s=6)
+    env = agent_env(mariadb_server)
+    enrolled = run_cli(config, "enroll", "--token", created.json()["token"], env=env)
+    assert enrolled.returncode == 0, enrolled.stderr
+    token_file = tmp_path / "state" / "agent-token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+
+    # The service goes down; the agent climbs and has to keep its report.
+    service_process.stop()
+    sysbench.start("oltp_read_only", threads=4, time_s=120)
+    agent = AgentProcess(config, env, tmp_path / "agent.log")
+    try:
+        agent.wait_for(
+            lambda: (
+                ((agent.status() or {}).get("last_report") or {}).get("idempotency_key") is not None
+                and (agent.status() or {}).get("spooled_reports") == 1
+            ),
+            timeout=40,
+            what="a spooled report",
+        )
+        assert "using the local heuristic" in agent.log()
+        key = agent.status()["last_report"]["idempotency_key"]  # type: ignore[index]
+        spooled = list((tmp_path / "state" / "spool").glob(f"*-{key}.json"))
+        assert len(spooled) == 1
+
+        # The service comes back: the spool drains by itself.
+        service_process.start()
+        agent.wait_for(
+            lambda: (agent.status() or {}).get("spooled_reports") == 0,
+            timeout=30,
+            what="the spool to drain",
+        )
+        assert (agent.status() or {})["last_report"]["delivered"] is True
+    finally:
+        code = agent.terminate()
+    assert code == 0
+    assert not list((tmp_path / "state" / "spool").glob("*.json"))
+
+    listed = httpx.get(
+        f"{service_process.url}/v1/reports", params={"limit": 100}, headers=ADMIN
+    ).json()
+    stored = [r for r in listed["items"] if r["idempotency_key"] == key]
+    assert len(stored) == 1
+    assert stored[0]["start_source"] == "local-heuristic"
