@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from agents import knobs
 from agents.knobs import Engine
 from agents.wire import HostFacts, WorkloadProfile
-from trainer.features import FEATURES, feature_matrix
+from trainer.features import FEATURES, feature_matrix, size_offset
 
 FORMAT = "pooltune-lightgbm-tuple/1"
 
@@ -42,14 +42,17 @@ class KnobModel:
     low: lgb.Booster | None
     high: lgb.Booster | None
     constant: float | None = None
+    #: The boosters predict the residual over :func:`trainer.features.size_offset`.
+    offset: bool = False
 
     def predict(self, matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+        base = size_offset(matrix) if self.offset else np.zeros(matrix.shape[0])
         if self.median is None or self.low is None or self.high is None:
-            value = np.full(matrix.shape[0], self.constant if self.constant is not None else 0.0)
+            value = base + (self.constant if self.constant is not None else 0.0)
             return value, value, value
-        median = np.asarray(self.median.predict(matrix), dtype=np.float64)
-        low = np.asarray(self.low.predict(matrix), dtype=np.float64)
-        high = np.asarray(self.high.predict(matrix), dtype=np.float64)
+        median = base + np.asarray(self.median.predict(matrix), dtype=np.float64)
+        low = base + np.asarray(self.low.predict(matrix), dtype=np.float64)
+        high = base + np.asarray(self.high.predict(matrix), dtype=np.float64)
         # Quantile models are trained apart and may cross; the range must hold the median.
         return median, np.minimum(low, median), np.maximum(high, median)
 
@@ -113,6 +116,7 @@ class TupleModel:
                     "low": booster(m.low),
                     "high": booster(m.high),
                     "constant": m.constant,
+                    "offset": m.offset,
                 }
                 for name, m in self.knob_models.items()
             },
@@ -147,6 +151,7 @@ class TupleModel:
                     low=booster(spec["low"]),
                     high=booster(spec["high"]),
                     constant=spec.get("constant"),
+                    offset=bool(spec.get("offset", False)),
                 )
                 for name, spec in document["knobs"].items()
             }

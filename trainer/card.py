@@ -83,6 +83,8 @@ def write_model_card(
         f"<td>{_fmt(s.regret.median)}</td><td>{_fmt(s.regret.p90)}</td>"
         f"<td>{_fmt(s.regret.mean)}</td><td>{s.regret.count}</td>"
         f"<td>{_fmt(s.log_size_error.median)}</td>"
+        f"<td>{_fmt(s.size_ratio.median if s.size_ratio else None)}</td>"
+        f"<td>{_fmt(s.size_ratio.p90 if s.size_ratio else None)}</td>"
         f"<td>{_fmt(s.coverage)}</td><td>{_fmt(s.nominal_coverage)}</td>"
         "</tr>"
         for name, s in scores.items()
@@ -105,9 +107,11 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}</style>
 <h2>Data</h2><table>{summary}</table>
 <h2>Held-out metrics</h2>
 <p>Regret = 1 − throughput at the predicted size / throughput at the best size, read off each
-workload's stored curve. Coverage = share of best sizes inside the predicted range.</p>
+workload's stored curve. Size/best is the thread economy: regret does not punish a size far
+past the knee of a plateau. Coverage = share of best sizes inside the predicted range.</p>
 <table><tr><th>predictor</th><th>median regret</th><th>p90 regret</th><th>mean regret</th>
-<th>n</th><th>median |log2 error|</th><th>coverage</th><th>nominal</th></tr>{rows}</table>
+<th>n</th><th>median |log2 error|</th><th>size/best median</th><th>size/best p90</th>
+<th>coverage</th><th>nominal</th></tr>{rows}</table>
 <h2>Run</h2><table>{extras}</table>
 <h2>Plots</h2>
 <img src="predicted_vs_best.png" alt="predicted vs best size">

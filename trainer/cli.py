@@ -204,7 +204,8 @@ def train(
 
 def print_scores(scores: Mapping[str, Score]) -> None:
     table = Table(title="held-out workloads")
-    for column in ("predictor", "median regret", "p90 regret", "mean regret", "n", "coverage"):
+    columns = ("predictor", "median regret", "p90 regret", "mean regret", "n", "coverage")
+    for column in columns + ("size / best (median, p90)",):
         table.add_column(column, justify="right")
     for name, score in scores.items():
         coverage = "—" if score.coverage is None else f"{score.coverage:.3f}"
@@ -215,6 +216,9 @@ def print_scores(scores: Mapping[str, Score]) -> None:
             f"{score.regret.mean:.4f}",
             str(score.regret.count),
             coverage,
+            "—"
+            if score.size_ratio is None
+            else f"{score.size_ratio.median:.2f}, {score.size_ratio.p90:.2f}",
         )
     console.print(table)
 
@@ -281,6 +285,37 @@ def promote_command(
         console.print(
             f"promoted {engine.value} {candidate_row.name} version {candidate_row.version}"
         )
+
+
+@app.command("make-sim-dataset")
+def make_sim_dataset(
+    out: Annotated[Path, typer.Option(help="Dataset folder to write.")] = Path("datasets/sim-v1"),
+    workloads: Annotated[int, typer.Option(min=10, help="How many workloads.")] = 20_000,
+    seed: Annotated[int, typer.Option(help="Corpus seed.")] = 1,
+    processes: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 2,
+) -> None:
+    """Generate the simulated corpus (seeded, regenerable) with its manifest and README."""
+    from trainer import datasets, simcorpus
+
+    with progress() as bar:
+        task = bar.add_task("simulating workloads", total=workloads)
+        workload_table, curves = simcorpus.build_corpus(
+            workloads, seed=seed, processes=processes, on_progress=lambda n: bar.advance(task, n)
+        )
+    command = f"pooltune-trainer make-sim-dataset --out {out} --workloads {workloads} --seed {seed}"
+    manifest = datasets.write_dataset(
+        out,
+        name=out.name,
+        workloads=workload_table,
+        curves=curves,
+        command=command,
+        description={"source": "agents/sim", "seed": seed, "size_grid": simcorpus.SIZE_GRID},
+    )
+    (out / "README.md").write_text(simcorpus.readme(manifest))
+    total = sum(meta["bytes"] for meta in manifest["files"].values())
+    console.print(
+        f"wrote {out}: {workloads} workloads, {len(curves)} curve points, {total:,} bytes"
+    )
 
 
 @app.command("list")

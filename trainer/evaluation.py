@@ -28,6 +28,9 @@ class Score:
     name: str
     regret: RegretSummary
     log_size_error: RegretSummary
+    #: predicted / best size: thread economy (regret alone does not punish oversizing on a
+    #: plateau, where every size past the knee gives the same throughput).
+    size_ratio: RegretSummary | None = None
     coverage: float | None = None
     nominal_coverage: float | None = None
     predicted: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), repr=False)
@@ -37,6 +40,7 @@ class Score:
         return {
             "regret": self.regret.as_dict(),
             "log_size_error": self.log_size_error.as_dict(),
+            "size_ratio": self.size_ratio.as_dict() if self.size_ratio else None,
             "coverage": self.coverage,
             "nominal_coverage": self.nominal_coverage,
         }
@@ -51,6 +55,7 @@ def score_sizes(name: str, examples: Sequence[Example], predicted: NDArray[np.fl
         name=name,
         regret=RegretSummary.of(values),
         log_size_error=RegretSummary.of(log_size_error(predicted, best)),
+        size_ratio=RegretSummary.of(predicted / np.clip(best, 1, None)) if len(best) else None,
         predicted=predicted,
         regrets=values,
     )

@@ -118,6 +118,21 @@ def feature_frame(rows: Iterable[tuple[HostFacts, WorkloadProfile]]) -> pd.DataF
     return pd.DataFrame(feature_matrix(rows), columns=list(FEATURES))
 
 
+_HEURISTIC = FEATURES.index("heuristic_size")
+_CORES = FEATURES.index("cpu_count")
+
+
+def size_offset(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log2 of the rule-of-thumb size cores·(1 + W/S) (cores where W/S is unknown).
+
+    Size models learn the residual over this: trees approximate the identity only in steps,
+    so learning corrections to the theory needs far fewer examples than learning it anew.
+    """
+    heuristic = matrix[:, _HEURISTIC]
+    base = np.where(np.isfinite(heuristic), heuristic, matrix[:, _CORES])
+    return np.asarray(np.log2(np.clip(base, 1.0, None)), dtype=np.float64)
+
+
 def size_target(size: int | float) -> float:
     """Sizes are learned in log2 space: a factor of two is one unit of error everywhere."""
     return math.log2(max(float(size), 1.0))

@@ -29,7 +29,7 @@ from agents import knobs
 from agents.knobs import Engine
 from trainer.artifact import KnobModel, TupleModel
 from trainer.examples import Example, split_by_group
-from trainer.features import feature_matrix, size_target
+from trainer.features import feature_matrix, size_offset, size_target
 from trainer.regret import regrets
 
 logger = logging.getLogger(__name__)
@@ -70,11 +70,32 @@ def clip_sizes(examples: Sequence[Example], log2_sizes: NDArray[np.float64]) -> 
     return out
 
 
+def size_residuals(examples: Sequence[Example], matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """What size models learn: log2(optimal size) − :func:`size_offset`."""
+    best = np.array([size_target(e.optimal_size) for e in examples], dtype=np.float64)
+    return best - size_offset(matrix)
+
+
 def data_fingerprint(examples: Sequence[Example]) -> str:
     digest = hashlib.sha256()
     for example in sorted(examples, key=lambda e: (e.group, e.origin)):
         digest.update(f"{example.group}|{example.origin}|{example.optimal_size}\n".encode())
     return digest.hexdigest()[:12]
+
+
+#: What the point prediction estimates. Regret is asymmetric — one size too few on a rising
+#: flank costs more than one too many on a plateau — so an upper quantile of the optimum can
+#: give less regret than its mean; the search picks whichever scores best.
+POINT_OBJECTIVES = ("l2", "q50", "q60", "q70")
+
+
+def point_objective(choice: str) -> dict[str, Any]:
+    if choice == "l2":
+        return {"objective": "regression", "metric": "l2"}
+    if choice.startswith("q") and choice[1:].isdigit():
+        # The pruner compares validation L2 across trials whatever the objective.
+        return {"objective": "quantile", "alpha": int(choice[1:]) / 100, "metric": "l2"}
+    raise ValueError(f"unknown point objective {choice!r}; choose from {POINT_OBJECTIVES}")
 
 
 def _base_params(seed: int) -> dict[str, Any]:
@@ -116,23 +137,28 @@ class LightGBMObjective:
         config: SearchConfig,
     ) -> None:
         self.fit_matrix = matrix_of(fit_examples)
-        self.fit_target = np.array([size_target(e.optimal_size) for e in fit_examples])
+        self.fit_target = size_residuals(fit_examples, self.fit_matrix)
         self.valid_examples = list(valid_examples)
         self.valid_matrix = matrix_of(valid_examples)
-        self.valid_target = np.array([size_target(e.optimal_size) for e in valid_examples])
+        self.valid_offset = size_offset(self.valid_matrix)
+        self.valid_target = size_residuals(valid_examples, self.valid_matrix)
         self.config = config
         self.scored = [i for i, e in enumerate(valid_examples) if e.curve is not None]
 
     def __call__(self, trial: optuna.Trial) -> float:
-        params = _base_params(self.config.seed) | {
-            "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
-            "num_leaves": trial.suggest_int("num_leaves", 7, 127, log=True),
-            "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 5, 200, log=True),
-            "feature_fraction": trial.suggest_float("feature_fraction", 0.4, 1.0),
-            "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
-            "bagging_freq": 1,
-            "lambda_l2": trial.suggest_float("lambda_l2", 1e-3, 10.0, log=True),
-        }
+        params = (
+            _base_params(self.config.seed)
+            | {
+                "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
+                "num_leaves": trial.suggest_int("num_leaves", 7, 127, log=True),
+                "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 5, 200, log=True),
+                "feature_fraction": trial.suggest_float("feature_fraction", 0.4, 1.0),
+                "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
+                "bagging_freq": 1,
+                "lambda_l2": trial.suggest_float("lambda_l2", 1e-3, 10.0, log=True),
+            }
+            | point_objective(trial.suggest_categorical("point_objective", POINT_OBJECTIVES))
+        )
         train_set = lgb.Dataset(self.fit_matrix, self.fit_target, free_raw_data=False)
         valid_set = lgb.Dataset(self.valid_matrix, self.valid_target, reference=train_set)
         booster = lgb.train(
@@ -153,7 +179,7 @@ class LightGBMObjective:
         )
         if not self.scored:
             # No curves to score against: the log-size error is the honest fallback.
-            return float(np.mean(np.abs(predicted - self.valid_target)))
+            return float(np.mean(np.abs(predicted - self.valid_offset - self.valid_target)))
         valid = [self.valid_examples[i] for i in self.scored]
         sizes = clip_sizes(valid, predicted[self.scored])
         return float(np.mean(regrets([e.curve for e in valid if e.curve is not None], list(sizes))))
@@ -174,18 +200,16 @@ def _fit_knob(
     params: dict[str, Any],
     rounds: int,
     quantiles: tuple[float, float],
+    *,
+    offset: bool,
 ) -> KnobModel:
     if np.ptp(target) == 0:
-        return KnobModel(median=None, low=None, high=None, constant=float(target[0]))
+        return KnobModel(median=None, low=None, high=None, constant=float(target[0]), offset=offset)
     data = lgb.Dataset(matrix, target)
     median = lgb.train(params, data, num_boost_round=rounds)
-    bounds = [
-        lgb.train(
-            params | {"objective": "quantile", "alpha": q, "metric": "quantile"}, data, rounds
-        )
-        for q in quantiles
-    ]
-    return KnobModel(median=median, low=bounds[0], high=bounds[1])
+    quantile = params | {"metric": "quantile", "objective": "quantile"}
+    bounds = [lgb.train(quantile | {"alpha": q}, data, num_boost_round=rounds) for q in quantiles]
+    return KnobModel(median=median, low=bounds[0], high=bounds[1], offset=offset)
 
 
 def search_lightgbm(
@@ -224,7 +248,9 @@ def search_lightgbm(
     if not complete:
         raise RuntimeError(f"no trial of study {study_name!r} completed")
     best = study.best_trial
-    params = _base_params(config.seed) | best.params | {"bagging_freq": 1}
+    searched = {k: v for k, v in best.params.items() if k != "point_objective"}
+    params = _base_params(config.seed) | searched | {"bagging_freq": 1}
+    params |= point_objective(str(best.params.get("point_objective", "l2")))
     rounds = max(10, int(best.user_attrs.get("best_iteration", 100)))
     model = fit_tuple_model(
         engine, examples, params=params, rounds=rounds, quantiles=config.quantiles
@@ -248,13 +274,19 @@ def fit_tuple_model(
 ) -> TupleModel:
     """Fit median + quantile boosters for every tuned knob the examples carry."""
     matrix = matrix_of(examples)
+    size_name = knobs.POOL_SIZE_KNOB[engine]
     knob_models = {}
     for knob in knobs.tuned_knobs(engine):
         having = [i for i, e in enumerate(examples) if knob.name in e.optimal_tuple]
         if not having:
             continue
         target = np.array([size_target(examples[i].optimal_tuple[knob.name]) for i in having])
-        knob_models[knob.name] = _fit_knob(matrix[having], target, params, rounds, quantiles)
+        offset = knob.name == size_name
+        if offset:
+            target = target - size_offset(matrix[having])
+        knob_models[knob.name] = _fit_knob(
+            matrix[having], target, params, rounds, quantiles, offset=offset
+        )
     return TupleModel(engine=engine, knob_models=knob_models, quantiles=quantiles)
 
 
@@ -268,8 +300,8 @@ class SklearnSizeModel:
         self.max_iter = max_iter
 
     def fit(self, examples: Sequence[Example]) -> SklearnSizeModel:
-        target = np.array([size_target(e.optimal_size) for e in examples])
         matrix = matrix_of(examples)
+        target = size_residuals(examples, matrix)
         # Columns that are never measured carry nothing, and the binner cannot bin them.
         self.columns_ = np.flatnonzero(~np.isnan(matrix).all(axis=0))
         self.model_ = HistGradientBoostingRegressor(
@@ -278,8 +310,9 @@ class SklearnSizeModel:
         return self
 
     def predict(self, examples: Sequence[Example]) -> NDArray[np.float64]:
-        matrix = matrix_of(examples)[:, self.columns_]
-        return clip_sizes(examples, np.asarray(self.model_.predict(matrix)))
+        matrix = matrix_of(examples)
+        residual = np.asarray(self.model_.predict(matrix[:, self.columns_]))
+        return clip_sizes(examples, size_offset(matrix) + residual)
 
 
 def predict_sizes(
