@@ -53,8 +53,11 @@ class PooltuneConfig:
     #: Steps in log2 units: first step on a cold start, cap, stop, growth per success.
     initial_step: float = 0.5
     max_step: float = 2.0
-    min_step: float = 0.2
+    min_step: float = 0.15
     expand: float = 2.0
+    #: An equal probe above the candidate closes the search upwards only if it was at
+    #: most this far (log2); farther, the peak may lie between the two.
+    equal_bracket_step: float = 0.5
     #: Only samples this recent count for comparisons (drift).
     recent_window: int = 30
     #: Roll back when a probe's first samples are this far (relative) below the best.
@@ -179,7 +182,7 @@ class PooltuneClimber(Climber):
         if self._connections_ref is None:
             self._connections_ref = float(sample.connections)
         self._pending -= 1
-        if self._pending > 0 and self._is_sharp_drop():
+        if self._is_sharp_drop():
             self._pending = 0
             self._aborted = True
             self._event(EventKind.ROLLBACK, "sharp drop at a probe: back to the best tuple")
@@ -274,6 +277,15 @@ class PooltuneClimber(Climber):
         def coordinate(knobs: Mapping[str, int]) -> float:
             return dim.to_unit(knobs[dim.name])
 
+        def upper_bound(
+            verdict: _Verdict, probe: Mapping[str, int], center: Mapping[str, int], h: float
+        ) -> float:
+            # Equal a small step above: no gain upwards. Worse, or equal a large step
+            # above (the two sides of a peak), the peak may lie between.
+            if verdict is _Verdict.EQUAL and h <= cfg.equal_bracket_step:
+                return coordinate(center)
+            return coordinate(probe)
+
         # Which side first: over-provisioned pools are checked downwards first.
         first = -1 if (dim is self.space.size and center[dim.name] > 2 * self.cpu_count) else 1
         direction = 0
@@ -292,13 +304,12 @@ class PooltuneClimber(Climber):
                 direction = -1
                 break
             if candidate_direction > 0:
-                # Equal above: no gain upwards at all; worse above: the peak may lie between.
-                high_bound = coordinate(center if verdict is _Verdict.EQUAL else probe)
+                high_bound = upper_bound(verdict, probe, center, step)
             else:
                 low_bound = coordinate(probe)
-        if direction == 0 and not economy:
-            return
         h = step
+        if direction == 0 and not economy:
+            h = 0.0  # ties keep the current value: nothing to refine
         if direction != 0:
             # Expand along the improving direction (or walk down a plateau).
             while True:
@@ -319,7 +330,7 @@ class PooltuneClimber(Climber):
                     center = probe
                 else:
                     if direction > 0:
-                        high_bound = coordinate(center if verdict is _Verdict.EQUAL else probe)
+                        high_bound = upper_bound(verdict, probe, center, h)
                     else:
                         low_bound = coordinate(probe)
                     break
@@ -350,7 +361,7 @@ class PooltuneClimber(Climber):
                     center = probe
                     break
                 if side > 0:
-                    high_bound = coordinate(center if verdict is _Verdict.EQUAL else probe)
+                    high_bound = upper_bound(verdict, probe, center, h)
                 else:
                     low_bound = coordinate(probe)
             h /= 2.0

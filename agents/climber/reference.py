@@ -164,7 +164,8 @@ class ReferenceClimber(Climber):
                 self._suspended_from = self._state
                 self._state = ReferenceState.SUSPENDED
                 self._event(EventKind.SUSPENDED, "throughput below min_accepted_throughput")
-            return self._apply(in_force)
+            # Wait at the wave's centre, not at whichever extreme the wave had reached.
+            return self._apply(self._center)
         if self._state is ReferenceState.SUSPENDED:
             self._event(EventKind.RESUMED, "throughput is back")
             self._state = self._suspended_from

@@ -1,0 +1,219 @@
+"""pooltune's default climber: answers on known curves, economy, rollback, change
+detection, drift tolerance, warm start, tuple climbing, manual changes, suspension."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from agents.climber import EventKind, KnobSpace, PooltuneClimber, Sample
+from agents.sim import KneeCurve, NoiseConfig, SimWorkload, UslCurve, WorkloadCurve
+from agents.sim.curves import knee_size, optimum_size
+from benchmarks.climb import t95
+from tests.agents.climber.helpers import SIZE, drive, new
+
+OVERSUBSCRIBE = "thread_pool_oversubscribe"
+STALL = "thread_pool_stall_limit"
+
+
+def pooltune(cpus: int = 8, space: KnobSpace | None = None, **config: object) -> PooltuneClimber:
+    climber = new("pooltune", cpus, space, **config)
+    assert isinstance(climber, PooltuneClimber)
+    return climber
+
+
+def kinds(climber: PooltuneClimber) -> list[EventKind]:
+    return [e.kind for e in climber.events]
+
+
+@pytest.mark.parametrize("start", [1, 8, 128])
+def test_finds_the_peak_of_a_rise_then_fall_curve_from_either_side(start: int) -> None:
+    curve = UslCurve.with_peak_at(24, connections=1000, cores=8)
+    climber = pooltune()
+    run = drive(climber, curve, start={SIZE: start}, samples=150)
+    assert climber.converged and climber.state == "hold"
+    peak = curve.peak()
+    assert curve.expected(climber.best_tuple)[0] >= 0.97 * peak
+    assert t95(np.asarray(run.expected) / peak) <= 40
+
+
+def test_prefers_the_smallest_size_on_a_plateau() -> None:
+    curve = KneeCurve(rate=1000, knee_size=12, sharpness=5, connections=1000, cores=8)
+    climber = pooltune()
+    drive(climber, curve, start={SIZE: 100}, samples=200)
+    final = climber.best_tuple[SIZE]
+    assert knee_size(curve) <= final <= 1.25 * knee_size(curve)
+
+
+def test_discards_the_sample_after_each_change() -> None:
+    curve = UslCurve.with_peak_at(24, connections=1000, cores=8)
+    climber = pooltune()
+    changed_at: list[int] = []
+
+    def poison_lag(index: int, sample: Sample) -> Sample:
+        # The sample right after a change is garbage; a climber that used it would move
+        # to wherever the garbage points.
+        if changed_at and changed_at[-1] == index:
+            return replace(sample, throughput=sample.throughput * 0.01)
+        return sample
+
+    previous: dict[str, int] = {}
+
+    def track(index: int, server: object) -> None:
+        nonlocal previous
+        if climber.current_tuple != previous:
+            changed_at.append(index)
+            previous = climber.current_tuple
+
+    drive(climber, curve, start={SIZE: 4}, samples=150, hook=track, sample_filter=poison_lag)
+    assert curve.expected(climber.best_tuple)[0] >= 0.97 * curve.peak()
+    assert EventKind.ROLLBACK not in kinds(climber)
+
+
+def test_rolls_back_at_once_when_a_probe_collapses() -> None:
+    # A cliff: any size above 10 collapses throughput to 10%.
+    base = UslCurve.with_peak_at(8, connections=1000, cores=8)
+
+    class Cliff:
+        connections, max_size, cores = 1000, 128, 8
+
+        def expected(self, knobs: dict[str, int]) -> tuple[float, float]:
+            value, latency = base.expected(knobs)
+            return (value * (0.1 if knobs[SIZE] > 10 else 1.0), latency)
+
+        def curve(self, sizes: object = None) -> object:
+            return base.curve()
+
+        def peak(self) -> float:
+            return base.peak()
+
+    climber = pooltune()
+    run = drive(climber, Cliff(), start={SIZE: 8}, samples=60)  # type: ignore[arg-type]
+    assert EventKind.ROLLBACK in kinds(climber)
+    # Never more than lag + 2 samples in a row on the cliff.
+    streak = longest = 0
+    for size in run.sizes:
+        streak = streak + 1 if size > 10 else 0
+        longest = max(longest, streak)
+    assert longest <= 3
+    assert climber.best_tuple[SIZE] <= 10
+
+
+def test_detects_a_workload_change_and_climbs_again() -> None:
+    first = UslCurve.with_peak_at(8, connections=1000, cores=8)
+    second = UslCurve.with_peak_at(48, rate=3000.0, connections=1000, cores=8)
+
+    def switch(index: int, server: object) -> None:
+        if index == 150:
+            server.switch_workload(second)  # type: ignore[attr-defined]
+
+    climber = pooltune()
+    run = drive(climber, first, start={SIZE: 8}, samples=300, hook=switch, noise=NoiseConfig(cv=0.05))
+    changes = [e for e in climber.events if e.kind is EventKind.WORKLOAD_CHANGE]
+    assert len(changes) == 1 and 150 < changes[0].step <= 165
+    after = np.asarray(run.expected[150:]) / second.peak()
+    assert t95(after) <= 60
+    assert climber.converged
+
+
+def test_drift_is_not_mistaken_for_a_workload_change() -> None:
+    curve = UslCurve.with_peak_at(16, connections=1000, cores=8)
+    restarts = []
+    for seed in range(3):
+        climber = pooltune()
+        drive(
+            climber,
+            curve,
+            start={SIZE: 8},
+            samples=1800,  # one hour of 2-second samples
+            seed=seed,
+            noise=NoiseConfig(cv=0.05, drift=0.2, drift_period=900),
+        )
+        restarts.append(climber.restarts())
+    assert max(restarts) <= 1
+
+
+def test_warm_start_reaches_95_percent_within_10_samples() -> None:
+    rng = np.random.default_rng(7)
+    reached = []
+    for seed in range(15):
+        curve = UslCurve.with_peak_at(float(rng.uniform(6, 60)), connections=1000, cores=8)
+        optimum = optimum_size(curve)
+        start = max(1, round(optimum * rng.uniform(0.7, 1.3)))
+        climber = pooltune()
+        run = drive(
+            climber,
+            curve,
+            start={SIZE: start},
+            samples=80,
+            seed=seed,
+            noise=NoiseConfig(cv=0.05),
+            plausible_range={SIZE: (max(1, round(start / 1.5)), round(start * 1.5))},
+        )
+        reached.append(t95(np.asarray(run.expected) / curve.peak()))
+    assert statistics.median(reached) <= 10
+
+
+def test_tuple_climbing_moves_size_first_then_oversubscribe_then_stall_limit() -> None:
+    # IO-bound with announced waits on 32 cores: size is capped at 128, so extra active
+    # threads per group (oversubscribe) are what is left to gain.
+    workload = SimWorkload(
+        cores=32, connections=2000, cpu_ms=0.5, io_ms=10.0, signalled_fraction=0.8, coherency=1e-6
+    )
+    curve = WorkloadCurve(workload)
+    space = KnobSpace.from_engine("mariadb", 32)
+    climber = pooltune(32, space)
+    run = drive(climber, curve, start=space.defaults(), samples=200)
+    first_change = {}
+    for index in range(1, len(run.tuples)):
+        for name in (SIZE, OVERSUBSCRIBE, STALL):
+            if run.tuples[index][name] != run.tuples[index - 1][name]:
+                first_change.setdefault(name, index)
+    assert first_change[SIZE] < first_change[OVERSUBSCRIBE] < first_change[STALL]
+    assert climber.best_tuple[OVERSUBSCRIBE] > 3
+    assert curve.expected(climber.best_tuple)[0] > 1.03 * curve.expected({**climber.best_tuple, OVERSUBSCRIBE: 3})[0]
+
+
+def test_knobs_without_effect_stay_at_their_defaults() -> None:
+    curve = UslCurve.with_peak_at(24, connections=1000, cores=8)
+    space = KnobSpace.from_engine("mariadb", 8)
+    climber = pooltune(8, space)
+    drive(climber, curve, start=space.defaults(), samples=200)
+    assert climber.best_tuple[OVERSUBSCRIBE] == 3
+    assert climber.best_tuple[STALL] == 500
+
+
+def test_manual_change_restarts_from_the_operators_value() -> None:
+    curve = UslCurve.with_peak_at(24, connections=1000, cores=8)
+    climber = pooltune()
+
+    def operator(index: int, sample: Sample) -> Sample:
+        return replace(sample, knobs={SIZE: 60}) if index == 100 else sample
+
+    run = drive(climber, curve, start={SIZE: 8}, samples=101, sample_filter=operator)
+    assert kinds(climber)[-1] is EventKind.MANUAL_CHANGE
+    assert not climber.converged
+    assert run.sizes[-1] != 60 or climber.current_tuple[SIZE] != 60
+
+
+def test_suspends_without_connections() -> None:
+    curve = UslCurve.with_peak_at(24, connections=1000, cores=8)
+    climber = pooltune()
+
+    def idle(index: int, sample: Sample) -> Sample:
+        return replace(sample, connections=0, throughput=0.0) if 20 <= index < 30 else sample
+
+    run = drive(climber, curve, start={SIZE: 8}, samples=40, sample_filter=idle)
+    assert len(set(run.sizes[21:31])) == 1
+    assert EventKind.SUSPENDED in kinds(climber) and EventKind.RESUMED in kinds(climber)
+
+
+def test_cuts_a_pool_larger_than_the_connection_count() -> None:
+    curve = KneeCurve(rate=1000, knee_size=4, connections=20, cores=2)
+    climber = pooltune(2)
+    run = drive(climber, curve, start={SIZE: 128}, samples=10)
+    assert EventKind.GUARD in kinds(climber)
+    assert max(run.sizes[5:]) <= 20
