@@ -381,6 +381,8 @@ def acceptance(figures: dict[str, float]) -> list[tuple[str, bool, str]]:
     checks.append(("≤ 1 false restart per stationary hour (CV 5%)", restarts <= 1.0, f"{restarts:.2f}"))
     ours = figures.get("pooltune.all.t95", math.inf)
     for anchor in ("dotnet", "reference"):
+        if f"{anchor}.all.quality" not in figures:
+            continue
         theirs = figures.get(f"{anchor}.all.t95", math.inf)
         ratio = theirs / ours if ours > 0 else math.inf
         better_quality = quality >= figures.get(f"{anchor}.all.quality", 0.0)

@@ -45,6 +45,9 @@ class PooltuneConfig:
     #: z of the noise test and relevance threshold (relative throughput, log scale).
     z: float = 2.0
     epsilon: float = 0.03
+    #: Ties when walking a plateau down (once a large step changed nothing): a smaller
+    #: pool may lose up to this much.
+    economy_epsilon: float = 0.045
     #: Prior for the per-sample noise (coefficient of variation) and its weight in samples.
     prior_cv: float = 0.05
     prior_weight: float = 4.0
@@ -125,6 +128,7 @@ class PooltuneClimber(Climber):
         self._cusum_high = 0.0
         self._cusum_low = 0.0
         self._suspended_from: PooltuneState | None = None
+        self._flat = False
 
     # ----------------------------------------------------------------- interface
     @property
@@ -265,6 +269,8 @@ class PooltuneClimber(Climber):
                 yield (dict(self._top), cfg.min_samples)
         center = dict(self._top)
         low_bound, high_bound = -math.inf, math.inf
+        # Plateau evidence (a large step that changes nothing) enables economy_epsilon.
+        self._flat = False
 
         def neighbour(base: Mapping[str, int], direction: int, h: float) -> dict[str, int]:
             value = dim.from_unit(dim.to_unit(base[dim.name]) + direction * h)
@@ -282,6 +288,8 @@ class PooltuneClimber(Climber):
         ) -> float:
             # Equal a small step above: no gain upwards. Worse, or equal a large step
             # above (the two sides of a peak), the peak may lie between.
+            if verdict is _Verdict.EQUAL and h >= cfg.equal_bracket_step:
+                self._flat = True
             if verdict is _Verdict.EQUAL and h <= cfg.equal_bracket_step:
                 return coordinate(center)
             return coordinate(probe)
@@ -299,6 +307,7 @@ class PooltuneClimber(Climber):
                 direction = candidate_direction
                 break
             if verdict is _Verdict.EQUAL and economy and candidate_direction < 0:
+                self._flat = self._flat or step >= cfg.equal_bracket_step
                 high_bound = coordinate(center)
                 center = probe
                 direction = -1
@@ -326,6 +335,7 @@ class PooltuneClimber(Climber):
                     else:
                         high_bound = previous
                 elif verdict is _Verdict.EQUAL and economy and direction < 0:
+                    self._flat = self._flat or h >= cfg.equal_bracket_step
                     high_bound = previous
                     center = probe
                 else:
@@ -387,8 +397,15 @@ class PooltuneClimber(Climber):
                 return _Verdict.WORSE
             reference = self._recent(self._top) or reference_before
             samples = self._recent(probe)
+            smaller = probe.get(self.space.size.name, 0) < self._top.get(self.space.size.name, 0)
             verdict = self._compare(
-                reference, samples, final=len(samples) >= cfg.max_samples, stay=stay
+                reference,
+                samples,
+                final=len(samples) >= cfg.max_samples,
+                stay=stay,
+                loss_tolerance=(
+                    cfg.economy_epsilon if smaller and not stay and self._flat else None
+                ),
             )
             if verdict is not _Verdict.UNSURE:
                 return verdict
@@ -413,25 +430,32 @@ class PooltuneClimber(Climber):
         self._noise_dof += len(values) - 1
 
     def _compare(
-        self, reference: list[float], probe: list[float], *, final: bool, stay: bool = False
+        self,
+        reference: list[float],
+        probe: list[float],
+        *,
+        final: bool,
+        stay: bool = False,
+        loss_tolerance: float | None = None,
     ) -> _Verdict:
         cfg = self.config
         if not reference or not probe:
             return _Verdict.UNSURE
+        tolerance = cfg.epsilon if loss_tolerance is None else loss_tolerance
         difference = sum(probe) / len(probe) - sum(reference) / len(reference)
         noise = self._noise() * cfg.autocorrelation_inflation
         stderr = noise * math.sqrt(1.0 / len(reference) + 1.0 / len(probe))
         if difference > cfg.epsilon and difference > cfg.z * stderr:
             verdict = _Verdict.BETTER
-        elif difference < -cfg.epsilon and difference < -cfg.z * stderr:
+        elif difference < -tolerance and difference < -cfg.z * stderr:
             verdict = _Verdict.WORSE
-        elif abs(difference) <= cfg.epsilon and cfg.z * stderr <= 3 * cfg.epsilon:
+        elif -tolerance <= difference <= cfg.epsilon and cfg.z * stderr <= 3 * cfg.epsilon:
             verdict = _Verdict.EQUAL
         elif final:
             # Where ties keep the current value, an unproven gain must be twice as large.
             if difference > (2 * cfg.epsilon if stay else cfg.epsilon):
                 verdict = _Verdict.BETTER
-            elif difference < -cfg.epsilon:
+            elif difference < -tolerance:
                 verdict = _Verdict.WORSE
             else:
                 verdict = _Verdict.EQUAL
