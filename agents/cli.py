@@ -8,6 +8,7 @@ database; 4 the server cannot be tuned as configured (no thread pool, missing ri
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
 import json
 import logging
@@ -19,9 +20,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, cast
 
-from agents.climber.base import Climber, KnobSpace
+from pydantic import TypeAdapter, ValidationError
+
+from agents.climber import CONFIGS as CLIMBER_CONFIGS
+from agents.climber import Climber, KnobSpace, make_climber
 from agents.config import (
     DEFAULT_CONFIG_PATH,
     AgentConfig,
@@ -77,40 +80,29 @@ def make_target(config: AgentConfig) -> Target:
 
 
 def make_climber_factory(config: AgentConfig) -> ClimberFactory:
-    """The configured climber, through the climber package's factory when it has one."""
-    import agents.climber as climber_package
-
+    """The configured climber (``[climber] name`` and ``settings``), via the climber
+    package's factory. A wrong name or setting is a :class:`ConfigError` at start-up."""
     name = config.climber.name
-    settings: dict[str, Any] = dict(config.climber.settings)
-    factory = getattr(climber_package, "make_climber", None)
+    if name not in CLIMBER_CONFIGS:
+        raise ConfigError(
+            f"climber.name = {name!r} is unknown; known: {', '.join(CLIMBER_CONFIGS)}"
+        )
+    config_class = CLIMBER_CONFIGS[name]
+    known = {f.name for f in dataclasses.fields(config_class)}
+    unknown = sorted(set(config.climber.settings) - known)
+    if unknown:
+        raise ConfigError(
+            f"climber.settings: unknown key(s) {', '.join(unknown)} for {name!r}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    try:
+        climber_config = TypeAdapter(config_class).validate_python(dict(config.climber.settings))
+    except ValidationError as exc:
+        raise ConfigError(f"invalid [climber] settings for {name!r}: {exc}") from exc
 
     def build(space: KnobSpace, cpu_count: int) -> Climber:
-        if factory is not None:
-            return cast(
-                Climber,
-                factory(name, knob_space=space, cpu_count=cpu_count, config=settings or None),
-            )
-        if name == "static":
-            from agents.climber.static import StaticClimber
+        return make_climber(name, knob_space=space, cpu_count=cpu_count, config=climber_config)
 
-            return StaticClimber(space, cpu_count)
-        if name == "pooltune":
-            from agents.climber.pooltune import PooltuneClimber, PooltuneConfig
-
-            return PooltuneClimber(space, cpu_count, PooltuneConfig(**settings))
-        raise ConfigError(f"climber.name = {name!r} is unknown; known: pooltune, static")
-
-    # Build once now so a wrong name or setting fails at start-up, not mid-run.
-    probe_space = KnobSpace.from_engine(
-        config.target.engine,
-        os.cpu_count() or 1,
-        bounds={n: config.knob_bounds(n) for n in config.tuned_knob_names},
-        names=config.tuned_knob_names,
-    )
-    try:
-        build(probe_space, os.cpu_count() or 1)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid [climber] settings: {exc}") from exc
     return build
 
 

@@ -1,0 +1,232 @@
+"""The agent loop against an in-memory server: no database, thousands of samples a second."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from agents.cli import make_climber_factory
+from agents.climber import Climber, KnobSpace, Sample
+from agents.config import AgentConfig, parse_config
+from agents.loop import AgentLoop, ClimberFactory, Phase
+from agents.spool import Spool
+from agents.state import OriginalTupleFile
+from agents.targets.base import TargetUnavailable
+from agents.uploader import Uploader
+from tests.agents.fakes import FakeTarget
+
+SIZE = "thread_pool_size"
+
+
+class RogueClimber(Climber):
+    """Always asks for ``wanted``, whatever the bounds: the loop must not obey blindly."""
+
+    name = "rogue"
+
+    def __init__(self, space: KnobSpace, cpu_count: int, wanted: dict[str, int]) -> None:
+        super().__init__(space, cpu_count)
+        self.wanted = wanted
+        self.resets: list[dict[str, int]] = []
+
+    def reset(
+        self,
+        start: Mapping[str, int],
+        *,
+        plausible_range: Mapping[str, tuple[int, int]] | None = None,
+    ) -> None:
+        self._current = dict(start)
+        self._best = dict(start)
+        self.resets.append(dict(start))
+
+    def step(self, sample: Sample) -> dict[str, int]:
+        self.steps += 1
+        return dict(self.wanted)
+
+    @property
+    def state(self) -> str:
+        return "rogue"
+
+    @property
+    def converged(self) -> bool:
+        return False
+
+
+def config_for(tmp_path: Path, **sections: dict[str, object]) -> AgentConfig:
+    document: dict[str, object] = {
+        "agent": {
+            "state_dir": str(tmp_path),
+            "sample_period_s": 0.001,
+            "profile_window_s": 4.0,
+            "climb_max_s": 1e6,
+        },
+        "climber": {"knobs": [SIZE]},
+        "bounds": {SIZE: [2, 6]},
+    }
+    for name, section in sections.items():
+        merged = dict(document.get(name, {}))  # type: ignore[call-overload]
+        merged.update(section)
+        document[name] = merged
+    return parse_config(document, env={})
+
+
+def make_loop(
+    tmp_path: Path,
+    target: FakeTarget,
+    factory: ClimberFactory,
+    config: AgentConfig | None = None,
+) -> AgentLoop:
+    config = config or config_for(tmp_path)
+    loop = AgentLoop(
+        config,
+        target=target,
+        climber_factory=factory,
+        uploader=Uploader(None, Spool(config.spool_dir)),
+        clock=lambda: target.now,
+    )
+    loop.start()
+    return loop
+
+
+def rogue(wanted: dict[str, int]) -> tuple[ClimberFactory, list[RogueClimber]]:
+    built: list[RogueClimber] = []
+
+    def factory(space: KnobSpace, cpu_count: int) -> Climber:
+        climber = RogueClimber(space, cpu_count, wanted)
+        built.append(climber)
+        return climber
+
+    return factory, built
+
+
+def test_values_outside_the_bounds_are_clipped_never_applied(tmp_path: Path) -> None:
+    target = FakeTarget()
+    target.knobs[SIZE] = 9
+    factory, _ = rogue({SIZE: 100})
+    loop = make_loop(tmp_path, target, factory)
+    for _ in range(20):
+        loop.iterate()
+    assert loop.phase is Phase.CLIMBING
+    assert target.applied
+    assert all(2 <= values[SIZE] <= 6 for values in target.applied)
+    assert target.knobs[SIZE] == 6
+    loop.shutdown()
+    assert target.knobs[SIZE] == 9  # the original, outside the bounds, comes back
+
+
+def test_original_tuple_is_saved_before_the_first_change(tmp_path: Path) -> None:
+    target = FakeTarget()
+    seen_state: list[bool] = []
+    state = OriginalTupleFile(tmp_path / "original-tuple.json")
+    original_apply = target.apply
+
+    def apply(values: Mapping[str, int]) -> dict[str, int]:
+        seen_state.append(state.exists())
+        return original_apply(values)
+
+    target.apply = apply  # type: ignore[method-assign]
+    factory, _ = rogue({SIZE: 5})
+    loop = make_loop(tmp_path, target, factory)
+    for _ in range(6):
+        loop.iterate()
+    assert seen_state and all(seen_state)
+    saved = state.load()
+    assert saved is not None and saved.values == {SIZE: 2}
+
+
+def test_one_bad_sample_never_kills_the_loop(tmp_path: Path) -> None:
+    target = FakeTarget()
+    factory, _ = rogue({SIZE: 3})
+    loop = make_loop(tmp_path, target, factory)
+    target.failures = [TargetUnavailable("connection lost"), RuntimeError("bug in a collector")]
+    loop.iterate()
+    loop.iterate()
+    for _ in range(10):
+        loop.iterate()
+    counters = loop.counters
+    assert counters.failed_samples == 2
+    assert counters.unexpected_errors == 1
+    assert counters.errors_by_kind == {"TargetUnavailable": 1, "RuntimeError": 1}
+    assert loop.phase is Phase.CLIMBING
+    assert counters.samples >= 8
+
+
+def test_sharp_sustained_drop_rolls_back_to_the_last_good_tuple(tmp_path: Path) -> None:
+    target = FakeTarget()
+    # Above 2 the server collapses to 10% of its throughput (a sharp drop).
+    target.curve = lambda knobs: 1000.0 if knobs[SIZE] <= 2 else 100.0
+    factory, built = rogue({SIZE: 6})
+    loop = make_loop(tmp_path, target, factory)
+    for _ in range(12):
+        loop.iterate()
+    assert loop.counters.rollbacks >= 1
+    # Start at 2 (the heuristic: 2 cores), the climber's jump to 6, then back to 2.
+    assert target.applied[:2] == [{SIZE: 6}, {SIZE: 2}]
+    assert built[-1].resets[-1] == {SIZE: 2}
+
+
+def test_manual_change_is_adopted_as_baseline(tmp_path: Path) -> None:
+    target = FakeTarget()
+    factory, built = rogue({SIZE: 3})
+    loop = make_loop(tmp_path, target, factory)
+    for _ in range(6):
+        loop.iterate()
+    assert loop.phase is Phase.CLIMBING
+    target.knobs[SIZE] = 5  # a DBA's SET GLOBAL
+    loop.iterate()
+    assert loop.counters.manual_changes == 1
+    assert built[-1].resets[-1] == {SIZE: 5}
+    saved = OriginalTupleFile(tmp_path / "original-tuple.json").load()
+    assert saved is not None and saved.values == {SIZE: 5}
+    loop.shutdown()
+    assert target.knobs[SIZE] == 5
+
+
+def test_manual_change_outside_bounds_pauses_the_agent(tmp_path: Path) -> None:
+    target = FakeTarget()
+    factory, _ = rogue({SIZE: 3})
+    loop = make_loop(tmp_path, target, factory)
+    for _ in range(6):
+        loop.iterate()
+    target.knobs[SIZE] = 40
+    changes = len(target.applied)
+    for _ in range(5):
+        loop.iterate()
+    assert loop.phase is Phase.PAUSED
+    assert len(target.applied) == changes
+    assert target.knobs[SIZE] == 40
+
+
+def test_real_climber_converges_reports_and_holds(tmp_path: Path) -> None:
+    target = FakeTarget()
+    config = config_for(tmp_path, bounds={SIZE: [1, 16]})
+    loop = make_loop(tmp_path, target, make_climber_factory(config), config)
+    for _ in range(400):
+        loop.iterate()
+        if loop.phase is Phase.HOLDING:
+            break
+    assert loop.phase is Phase.HOLDING
+    assert loop.counters.reports == 1
+    (item,) = loop.uploader.spool.pending()
+    report = item.report
+    assert report.converged
+    assert report.start_source == "local-heuristic"
+    assert report.optimal_tuple[SIZE] >= 4  # the knee of the fake curve
+    assert report.throughput_optimal == pytest.approx(1000.0)
+    assert all(1 <= s.knobs[SIZE] <= 16 for s in report.trace)
+    status = loop.status()
+    assert status["phase"] == "holding"
+    assert status["last_report"]["idempotency_key"] == report.idempotency_key
+
+
+def test_bounded_climb_stops_at_climb_max(tmp_path: Path) -> None:
+    target = FakeTarget()
+    factory, _ = rogue({SIZE: 3})
+    config = config_for(tmp_path, agent={"climb_max_s": 20.0})
+    loop = make_loop(tmp_path, target, factory, config)
+    for _ in range(30):
+        loop.iterate()
+    assert loop.phase is Phase.HOLDING
+    (item,) = loop.uploader.spool.pending()
+    assert item.report.converged is False
