@@ -25,16 +25,24 @@ Two encodings, told apart by their first bytes:
   is true (the default; artifacts come only from the trainer via the database) and only
   after the sha256 check.
 
+- **Other JSON formats** named in :data:`JSON_FORMAT_LOADERS` by their ``"format"`` field,
+  loaded by a lazily imported ``module:attribute`` callable ``loader(artifact) -> predictor``.
+  The trainer's LightGBM artifact (``"pooltune-lightgbm-tuple/1"``,
+  ``trainer.artifact.TupleModel.from_bytes``) is registered here; it needs the ``trainer``
+  extra (lightgbm) in the service's environment, otherwise loading fails and the service
+  answers from the heuristic. :func:`register_json_format` adds more.
+
 Use :func:`dump_predictor` to produce an artifact and :func:`load_predictor` to read one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -46,6 +54,27 @@ FORMAT_VERSION = 1
 PICKLE_MAGIC = b"PTPKL1\n"
 
 Prediction = tuple[dict[str, int], dict[str, tuple[int, int]]]
+
+
+#: JSON artifact formats produced elsewhere: "format" value -> "module:Attr.path" of a loader.
+JSON_FORMAT_LOADERS: dict[str, str] = {
+    "pooltune-lightgbm-tuple/1": "trainer.artifact:TupleModel.from_bytes",
+}
+
+
+def register_json_format(format_name: str, loader: str) -> None:
+    """Teach :func:`load_predictor` a JSON format: ``loader`` is ``"module:attribute"``."""
+    JSON_FORMAT_LOADERS[format_name] = loader
+
+
+def _resolve(target: str) -> Callable[[bytes], Any]:
+    module_name, _, attribute_path = target.partition(":")
+    resolved: Any = importlib.import_module(module_name)
+    for attribute in attribute_path.split("."):
+        resolved = getattr(resolved, attribute)
+    if not callable(resolved):
+        raise ArtifactError(f"{target} is not callable")
+    return resolved  # type: ignore[no-any-return]
 
 
 @runtime_checkable
@@ -237,7 +266,23 @@ def load_predictor(artifact: bytes, *, allow_pickle: bool = True) -> Predictor:
         spec = json.loads(artifact)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArtifactError(f"the artifact is neither a JSON spec nor a pickle: {exc}") from exc
-    if not isinstance(spec, dict) or spec.get("format") != FORMAT_NAME:
+    if not isinstance(spec, dict):
+        raise ArtifactError(f"the JSON artifact is not a {FORMAT_NAME} document")
+    external = JSON_FORMAT_LOADERS.get(str(spec.get("format")))
+    if external is not None:
+        try:
+            predictor = _resolve(external)(artifact)
+        except ArtifactError:
+            raise
+        except Exception as exc:  # foreign loader (ImportError without lightgbm, bad data, ...)
+            raise ArtifactError(
+                f"the {spec.get('format')} loader {external} failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(predictor, Predictor):
+            raise ArtifactError(f"{type(predictor).__name__} has no predict(host, profile)")
+        return predictor
+    if spec.get("format") != FORMAT_NAME:
         raise ArtifactError(f"the JSON artifact is not a {FORMAT_NAME} document")
     if spec.get("format_version") != FORMAT_VERSION:
         raise ArtifactError(f"unsupported format_version {spec.get('format_version')!r}")

@@ -85,3 +85,39 @@ def test_features_are_named_and_finite_with_unknowns() -> None:
     features = profile_features(HOST, profile)
     assert tuple(features) == FEATURE_NAMES
     assert features["blocking_coefficient"] == 0.0
+
+
+class FakeTrainerModel:
+    """Stands in for a JSON format produced by the trainer (loaded by module:attribute)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    @classmethod
+    def from_bytes(cls, artifact: bytes) -> FakeTrainerModel:
+        return cls(int(json.loads(artifact)["size"]))
+
+    def predict(self, host: HostFacts, profile: WorkloadProfile) -> Prediction:
+        return {"thread_pool_size": self.size}, {"thread_pool_size": (1, self.size)}
+
+
+def test_registered_json_formats_load_through_their_loader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from service.recommendations import model_format
+
+    monkeypatch.setitem(
+        model_format.JSON_FORMAT_LOADERS,
+        "fake-trainer/1",
+        "tests.service.test_model_format:FakeTrainerModel.from_bytes",
+    )
+    predictor = load_predictor(b'{"format": "fake-trainer/1", "size": 9}', allow_pickle=False)
+    assert predictor.predict(HOST, profile_model())[0] == {"thread_pool_size": 9}
+    with pytest.raises(ArtifactError, match="loader"):
+        load_predictor(b'{"format": "fake-trainer/1"}')
+
+
+def test_the_trainers_lightgbm_format_is_known() -> None:
+    from service.recommendations.model_format import JSON_FORMAT_LOADERS
+
+    assert JSON_FORMAT_LOADERS["pooltune-lightgbm-tuple/1"].startswith("trainer.artifact:")
