@@ -127,7 +127,9 @@ def recommend(
             )
     if response is None:
         response = _response(request, heuristic, source=Source.HEURISTIC, model_version=None)
-    RecommendationLogRepository(session).add(
+    log = RecommendationLogRepository(session)
+    log.relax_durability()
+    log.add(
         RecommendationLog(
             created_at=utcnow(),
             engine=engine,
