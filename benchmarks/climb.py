@@ -62,7 +62,12 @@ class Scenario:
 
     @property
     def seed_sequence(self) -> list[int]:
-        return [self.seed, FAMILIES.index(self.family), int(round(self.cv * 1000)), int(self.switch)]
+        return [
+            self.seed,
+            FAMILIES.index(self.family),
+            int(round(self.cv * 1000)),
+            int(self.switch),
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +137,10 @@ def run_one(args: tuple[str, Scenario]) -> RunResult:
         optimum = optimum_size(curve)
         start[SIZE_KNOB] = space.size.clip(optimum * rng.uniform(0.7, 1.3))
         plausible = {
-            SIZE_KNOB: (space.size.clip(start[SIZE_KNOB] / 1.5), space.size.clip(start[SIZE_KNOB] * 1.5))
+            SIZE_KNOB: (
+                space.size.clip(start[SIZE_KNOB] / 1.5),
+                space.size.clip(start[SIZE_KNOB] * 1.5),
+            )
         }
     climber = make_climber(climber_name, knob_space=space, cpu_count=cores)
     climber.reset(start, plausible_range=plausible)
@@ -214,7 +222,9 @@ def build_suite(seeds: int, *, quick: bool) -> list[Scenario]:
             suite.append(Scenario(family, 0.05, "warm", seed, length))
             suite.append(Scenario(family, 0.05, STARTS[seed % 3], seed, 2 * length, switch=True))
             if not quick:
-                suite.append(Scenario(family, 0.15, STARTS[seed % 3], seed, 2 * length, switch=True))
+                suite.append(
+                    Scenario(family, 0.15, STARTS[seed % 3], seed, 2 * length, switch=True)
+                )
     return suite
 
 
@@ -303,7 +313,10 @@ def report(results: list[RunResult], *, seeds: int, elapsed: float) -> dict[str,
         _write()
 
     _write("Noise sweep (all families, cold starts): quality is the mean over runs")
-    header = f"{'climber':<12}{'CV':>5}{'T95 med (reach)':>17}{'quality':>9}{'regret':>8}{'restarts/h':>12}"
+    header = (
+        f"{'climber':<12}{'CV':>5}{'T95 med (reach)':>17}{'quality':>9}{'regret':>8}"
+        f"{'restarts/h':>12}"
+    )
     _write(header)
     _write("-" * len(header))
     for climber in CLIMBER_NAMES:
@@ -325,7 +338,10 @@ def report(results: list[RunResult], *, seeds: int, elapsed: float) -> dict[str,
     _write()
 
     _write("Workload switch at half time (same family, new workload)")
-    header = f"{'climber':<12}{'CV':>5}{'re-converge med (reach)':>25}{'quality after':>15}{'restarts/h before':>19}"
+    header = (
+        f"{'climber':<12}{'CV':>5}{'re-converge med (reach)':>25}{'quality after':>15}"
+        f"{'restarts/h before':>19}"
+    )
     _write(header)
     _write("-" * len(header))
     for climber in CLIMBER_NAMES:
@@ -366,19 +382,30 @@ def acceptance(figures: dict[str, float]) -> list[tuple[str, bool, str]]:
     checks: list[tuple[str, bool, str]] = []
     fam_t95 = {f: figures.get(f"pooltune.{f}.t95", math.inf) for f in FAMILIES}
     checks.append(
-        ("cold CV5% median T95 ≤ 40 on every family", max(fam_t95.values()) <= 40,
-         ", ".join(f"{f}={_fmt_t(v)}" for f, v in fam_t95.items()))
+        (
+            "cold CV5% median T95 ≤ 40 on every family",
+            max(fam_t95.values()) <= 40,
+            ", ".join(f"{f}={_fmt_t(v)}" for f, v in fam_t95.items()),
+        )
     )
     quality = figures.get("pooltune.all.quality", 0.0)
     checks.append(("cold CV5% final quality ≥ 0.97", quality >= 0.97, f"{quality:.3f}"))
     econ = [figures.get(f"pooltune.{f}.economy", math.inf) for f in sorted(PLATEAU_FAMILIES)]
-    checks.append(("thread economy ≤ 1.25 on plateaus", max(econ) <= 1.25, ", ".join(f"{e:.2f}" for e in econ)))
+    checks.append(
+        (
+            "thread economy ≤ 1.25 on plateaus",
+            max(econ) <= 1.25,
+            ", ".join(f"{e:.2f}" for e in econ),
+        )
+    )
     safety = figures.get("pooltune.all.safety", 0.0)
     checks.append(("median safety ≥ 0.85", safety >= 0.85, f"{safety:.2f}"))
     reconv = figures.get("pooltune.switch0.05.reconvergence", math.inf)
     checks.append(("re-converges after a switch ≤ 60 (median)", reconv <= 60, _fmt_t(reconv)))
     restarts = figures.get("pooltune.cv0.05.restarts_per_hour", math.inf)
-    checks.append(("≤ 1 false restart per stationary hour (CV 5%)", restarts <= 1.0, f"{restarts:.2f}"))
+    checks.append(
+        ("≤ 1 false restart per stationary hour (CV 5%)", restarts <= 1.0, f"{restarts:.2f}")
+    )
     ours = figures.get("pooltune.all.t95", math.inf)
     for anchor in ("dotnet", "reference"):
         if f"{anchor}.all.quality" not in figures:
@@ -387,8 +414,12 @@ def acceptance(figures: dict[str, float]) -> list[tuple[str, bool, str]]:
         ratio = theirs / ours if ours > 0 else math.inf
         better_quality = quality >= figures.get(f"{anchor}.all.quality", 0.0)
         checks.append(
-            (f"≥ 3× faster median T95 than {anchor}, quality ≥", ratio >= 3 and better_quality,
-             f"{_fmt_t(theirs)} vs {_fmt_t(ours)} (×{ratio:.1f}), quality {figures.get(f'{anchor}.all.quality', 0.0):.3f}")
+            (
+                f"≥ 3× faster median T95 than {anchor}, quality ≥",
+                ratio >= 3 and better_quality,
+                f"{_fmt_t(theirs)} vs {_fmt_t(ours)} (×{ratio:.1f}), "
+                f"quality {figures.get(f'{anchor}.all.quality', 0.0):.3f}",
+            )
         )
     q15 = figures.get("pooltune.cv0.15.quality", 0.0)
     t15 = figures.get("pooltune.cv0.15.t95", math.inf)
@@ -402,9 +433,13 @@ def acceptance(figures: dict[str, float]) -> list[tuple[str, bool, str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.climb", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.climb", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--seeds", type=int, default=30, help="seeds per scenario (default 30)")
-    parser.add_argument("--quick", action="store_true", help="short smoke run (3 seeds, short runs)")
+    parser.add_argument(
+        "--quick", action="store_true", help="short smoke run (3 seeds, short runs)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--climbers", default=",".join(CLIMBER_NAMES), help="comma-separated names")
     args = parser.parse_args(argv)

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agents.climber.anchors import DotnetClimber, DotnetConfig, HellersteinClimber, HellersteinConfig
+from agents.climber.anchors import (
+    DotnetClimber,
+    DotnetConfig,
+    HellersteinClimber,
+    HellersteinConfig,
+)
 from agents.climber.base import (
     RESTART_EVENTS,
     Climber,

@@ -52,7 +52,9 @@ class DotnetConfig:
 class DotnetClimber(Climber):
     name = "dotnet"
 
-    def __init__(self, space: KnobSpace, cpu_count: int, config: DotnetConfig | None = None) -> None:
+    def __init__(
+        self, space: KnobSpace, cpu_count: int, config: DotnetConfig | None = None
+    ) -> None:
         super().__init__(space, cpu_count)
         self.config = config or DotnetConfig()
         self._samples: list[float] = []
@@ -121,10 +123,14 @@ class DotnetClimber(Climber):
                 ratio = 0j
                 confidence = 0.0
                 if abs(thread_wave) > 0:
-                    ratio = (throughput_wave - cfg.target_throughput_ratio * thread_wave) / thread_wave
+                    ratio = (
+                        throughput_wave - cfg.target_throughput_ratio * thread_wave
+                    ) / thread_wave
                     noise = max(self._noise, error)
                     confidence = (
-                        abs(thread_wave) / noise / cfg.target_signal_to_noise_ratio if noise > 0 else 1.0
+                        abs(thread_wave) / noise / cfg.target_signal_to_noise_ratio
+                        if noise > 0
+                        else 1.0
                     )
                 move = min(1.0, max(-1.0, ratio.real))
                 move *= min(1.0, max(0.0, confidence))
@@ -134,15 +140,11 @@ class DotnetClimber(Climber):
         self._moves.append(move)
         self._moves = self._moves[-16:]
         self._control += move
-        magnitude = int(
-            0.5 + self._control * self._noise * cfg.thread_magnitude_multiplier * 2.0
-        )
+        magnitude = int(0.5 + self._control * self._noise * cfg.thread_magnitude_multiplier * 2.0)
         magnitude = max(1, min(magnitude, cfg.max_thread_wave_magnitude))
         self._control = min(float(size.high - magnitude), self._control)
         self._control = max(float(size.low), self._control)
-        new_count = int(
-            self._control + magnitude * ((self._total // (cfg.wave_period // 2)) % 2)
-        )
+        new_count = int(self._control + magnitude * ((self._total // (cfg.wave_period // 2)) % 2))
         self._current[size.name] = size.clip(new_count)
         self._best = dict(self._current)
         self._best[size.name] = size.clip(self._control)

@@ -58,6 +58,9 @@ class PooltuneConfig:
     max_step: float = 2.0
     min_step: float = 0.15
     expand: float = 2.0
+    #: With a plausible range from the service, the first step is its width (log2)
+    #: divided by this.
+    range_steps: float = 6.0
     #: An equal probe above the candidate closes the search upwards only if it was at
     #: most this far (log2); farther, the peak may lie between the two.
     equal_bracket_step: float = 0.5
@@ -128,7 +131,7 @@ class PooltuneClimber(Climber):
         self._cusum_high = 0.0
         self._cusum_low = 0.0
         self._suspended_from: PooltuneState | None = None
-        self._flat = False
+        self._flat_votes = 0
 
     # ----------------------------------------------------------------- interface
     @property
@@ -230,7 +233,7 @@ class PooltuneClimber(Climber):
         if not cold and dim.name in self._range:
             low, high = self._range[dim.name]
             span = dim.to_unit(max(high, 1)) - dim.to_unit(max(low, 1))
-            return min(cfg.max_step, max(cfg.min_step, span / 4.0))
+            return min(cfg.max_step, max(cfg.min_step, span / cfg.range_steps))
         return cfg.initial_step if dim is self.space.size else cfg.secondary_step
 
     def _climb(self, *, cold: bool) -> _Program:
@@ -269,8 +272,9 @@ class PooltuneClimber(Climber):
                 yield (dict(self._top), cfg.min_samples)
         center = dict(self._top)
         low_bound, high_bound = -math.inf, math.inf
-        # Plateau evidence (a large step that changes nothing) enables economy_epsilon.
-        self._flat = False
+        # Plateau evidence enables economy_epsilon: two large steps that changed nothing
+        # (one alone may straddle a peak).
+        self._flat_votes = 0
 
         def neighbour(base: Mapping[str, int], direction: int, h: float) -> dict[str, int]:
             value = dim.from_unit(dim.to_unit(base[dim.name]) + direction * h)
@@ -289,7 +293,7 @@ class PooltuneClimber(Climber):
             # Equal a small step above: no gain upwards. Worse, or equal a large step
             # above (the two sides of a peak), the peak may lie between.
             if verdict is _Verdict.EQUAL and h >= cfg.equal_bracket_step:
-                self._flat = True
+                self._flat_votes += 1
             if verdict is _Verdict.EQUAL and h <= cfg.equal_bracket_step:
                 return coordinate(center)
             return coordinate(probe)
@@ -307,7 +311,7 @@ class PooltuneClimber(Climber):
                 direction = candidate_direction
                 break
             if verdict is _Verdict.EQUAL and economy and candidate_direction < 0:
-                self._flat = self._flat or step >= cfg.equal_bracket_step
+                self._flat_votes += int(step >= cfg.equal_bracket_step)
                 high_bound = coordinate(center)
                 center = probe
                 direction = -1
@@ -335,7 +339,7 @@ class PooltuneClimber(Climber):
                     else:
                         high_bound = previous
                 elif verdict is _Verdict.EQUAL and economy and direction < 0:
-                    self._flat = self._flat or h >= cfg.equal_bracket_step
+                    self._flat_votes += int(h >= cfg.equal_bracket_step)
                     high_bound = previous
                     center = probe
                 else:
@@ -404,7 +408,7 @@ class PooltuneClimber(Climber):
                 final=len(samples) >= cfg.max_samples,
                 stay=stay,
                 loss_tolerance=(
-                    cfg.economy_epsilon if smaller and not stay and self._flat else None
+                    cfg.economy_epsilon if smaller and not stay and self._flat_votes >= 2 else None
                 ),
             )
             if verdict is not _Verdict.UNSURE:
@@ -419,7 +423,9 @@ class PooltuneClimber(Climber):
     def _noise(self) -> float:
         cfg = self.config
         prior = math.log1p(cfg.prior_cv**2)
-        variance = (cfg.prior_weight * prior + self._noise_ss) / (cfg.prior_weight + self._noise_dof)
+        variance = (cfg.prior_weight * prior + self._noise_ss) / (
+            cfg.prior_weight + self._noise_dof
+        )
         return math.sqrt(variance)
 
     def _learn_noise(self, values: list[float]) -> None:

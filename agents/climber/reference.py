@@ -99,7 +99,8 @@ class ReferenceClimber(Climber):
         span = size.high - size.low
         self.min_magnitude = max(1, round(cfg.min_wave_magnitude * scale))
         self.max_magnitude = max(
-            self.min_magnitude, min(max(4 * self.min_magnitude, round(cfg.max_wave_magnitude * scale)), span // 2 or 1)
+            self.min_magnitude,
+            min(max(4 * self.min_magnitude, round(cfg.max_wave_magnitude * scale)), span // 2 or 1),
         )
         self.eps = max(1.0, cfg.eps * scale)
         self.min_throughput = cfg.min_accepted_throughput * scale
@@ -208,8 +209,10 @@ class ReferenceClimber(Climber):
         if self._state is not ReferenceState.USUAL:
             return self._apply(self._center)
         self._phase += 1
-        offset = _SQUARE_WAVE[self._phase % period] if period == 4 else (
-            1 if (self._phase % period) < period / 2 else -1
+        offset = (
+            _SQUARE_WAVE[self._phase % period]
+            if period == 4
+            else (1 if (self._phase % period) < period / 2 else -1)
         )
         return self._apply(self._center + offset * self._magnitude)
 
@@ -227,7 +230,6 @@ class ReferenceClimber(Climber):
         return (c2 / c1).real
 
     def _move(self, *, up: bool, strength: float) -> None:
-        cfg = self.config
         jump = 2.0 * self._magnitude
         center = float(self._center)
         if up:
@@ -245,7 +247,8 @@ class ReferenceClimber(Climber):
         self._progress = 0.0
         bounded = self.space.size.clip(target)
         if (
-            self._left is not None and self._right is not None
+            self._left is not None
+            and self._right is not None
             and self._right - self._left <= self.eps
         ) or bounded == self._center:
             self._center = self.space.size.clip(
@@ -319,11 +322,15 @@ class ReferenceClimber(Climber):
             return self._apply(self._center)
         ref_tp, ref_conn, ref_lat = self._hold_reference
         diff = cfg.valuable_diff
-        deviated = abs(throughput - ref_tp) > diff * ref_tp or abs(connections - ref_conn) > diff * max(ref_conn, 1.0)
+        deviated = abs(throughput - ref_tp) > diff * ref_tp or abs(
+            connections - ref_conn
+        ) > diff * max(ref_conn, 1.0)
         if ref_lat is not None and latency is not None and ref_lat > 0:
             deviated = deviated or abs(latency - ref_lat) > diff * ref_lat
         if deviated:
-            self._reinit(self._center, reason="OPTIMIZED left: throughput/connections/latency moved")
+            self._reinit(
+                self._center, reason="OPTIMIZED left: throughput/connections/latency moved"
+            )
         return self._apply(self._center)
 
     # ----------------------------------------------------------------- guards
@@ -331,7 +338,9 @@ class ReferenceClimber(Climber):
         if not self._window:
             return None
         connections = self._window[-1].connections
-        cap = min(connections + self.excess_threads, connections / self.config.guard_min_connection_ratio)
+        cap = min(
+            connections + self.excess_threads, connections / self.config.guard_min_connection_ratio
+        )
         return max(self.space.size.low, int(cap))
 
     def _steep_drop(self, throughput: float) -> bool:

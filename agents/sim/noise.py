@@ -78,7 +78,9 @@ class NoiseSequence:
             ar[i] = state
         self._state = state
         t = np.arange(start, start + _CHUNK, dtype=np.float64)
-        drift = self._drift_amplitude * np.sin(2.0 * math.pi * t / cfg.drift_period + self._drift_phase)
+        drift = self._drift_amplitude * np.sin(
+            2.0 * math.pi * t / cfg.drift_period + self._drift_phase
+        )
         log_factor = self._sigma * ar - 0.5 * self._sigma**2 + drift
         chunk = np.exp(log_factor) * np.where(spikes, cfg.spike_factor, 1.0)
         self._factors = np.concatenate([self._factors, chunk])

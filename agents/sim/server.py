@@ -16,12 +16,12 @@ from agents.sim.curves import (
     optimum_size,
 )
 from agents.sim.model import (
-    OVERSUBSCRIBE_GRID,
-    STALL_LIMIT_GRID,
     DEFAULT_OVERSUBSCRIBE,
     DEFAULT_STALL_LIMIT_MS,
+    OVERSUBSCRIBE_GRID,
     OVERSUBSCRIBE_KNOB,
     SIZE_KNOB,
+    STALL_LIMIT_GRID,
     STALL_LIMIT_KNOB,
     SimWorkload,
 )
@@ -85,11 +85,7 @@ class SimServer:
         in_force = dict(knobs)
         throughput, latency = self._curve.expected(in_force)
         observed = throughput
-        if (
-            self._noise_config.lag
-            and self._previous is not None
-            and self._previous != in_force
-        ):
+        if self._noise_config.lag and self._previous is not None and self._previous != in_force:
             observed = 0.5 * (throughput + self._curve.expected(self._previous)[0])
         factor = self._noise.factor(self._index)
         observed *= factor

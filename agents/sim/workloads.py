@@ -38,8 +38,10 @@ def random_workload(
 ) -> SimWorkload:
     """Draw one workload: 2–128 cores, 1–4096 connections, CPU-bound to IO/lock-bound,
     light to heavy load. ``kind`` picks a family (random when ``None``)."""
-    chosen = WorkloadKind(kind) if kind is not None else WorkloadKind(
-        str(rng.choice([k.value for k in WorkloadKind]))
+    chosen = (
+        WorkloadKind(kind)
+        if kind is not None
+        else WorkloadKind(str(rng.choice([k.value for k in WorkloadKind])))
     )
     n_cores = cores if cores is not None else int(rng.choice(_CORE_CHOICES))
     cpu_ms = _log_uniform(rng, 0.05, 5.0)

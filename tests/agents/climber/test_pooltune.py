@@ -111,7 +111,9 @@ def test_detects_a_workload_change_and_climbs_again() -> None:
             server.switch_workload(second)  # type: ignore[attr-defined]
 
     climber = pooltune()
-    run = drive(climber, first, start={SIZE: 8}, samples=300, hook=switch, noise=NoiseConfig(cv=0.05))
+    run = drive(
+        climber, first, start={SIZE: 8}, samples=300, hook=switch, noise=NoiseConfig(cv=0.05)
+    )
     changes = [e for e in climber.events if e.kind is EventKind.WORKLOAD_CHANGE]
     assert len(changes) == 1 and 150 < changes[0].step <= 165
     after = np.asarray(run.expected[150:]) / second.peak()
@@ -174,7 +176,10 @@ def test_tuple_climbing_moves_size_first_then_oversubscribe_then_stall_limit() -
                 first_change.setdefault(name, index)
     assert first_change[SIZE] < first_change[OVERSUBSCRIBE] < first_change[STALL]
     assert climber.best_tuple[OVERSUBSCRIBE] > 3
-    assert curve.expected(climber.best_tuple)[0] > 1.03 * curve.expected({**climber.best_tuple, OVERSUBSCRIBE: 3})[0]
+    assert (
+        curve.expected(climber.best_tuple)[0]
+        > 1.03 * curve.expected({**climber.best_tuple, OVERSUBSCRIBE: 3})[0]
+    )
 
 
 def test_knobs_without_effect_stay_at_their_defaults() -> None:
