@@ -364,12 +364,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit instead of retrying when the database is down at start",
     )
     run.add_argument("--iterations", type=int, default=None, help=argparse.SUPPRESS)
-    commands.add_parser(
+    latency_help = (
+        "install and switch on the query_response_time plugin to measure latency "
+        "(same as [target] enable_latency = true)"
+    )
+    run.add_argument("--enable-latency", action="store_true", help=latency_help)
+    test = commands.add_parser(
         "test",
         parents=[common],
         help="validate the config, connect, check rights, take one sample; "
         "non-zero exit on failure",
     )
+    test.add_argument("--enable-latency", action="store_true", help=latency_help)
     dry = commands.add_parser(
         "dry-run",
         parents=[common],
@@ -387,6 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config)
     except ConfigError as exc:
         return _fail(EXIT_CONFIG, str(exc))
+    if getattr(args, "enable_latency", False):
+        config = config.model_copy(
+            update={"target": config.target.model_copy(update={"enable_latency": True})}
+        )
     _setup_logging(config.agent.log_level)
     try:
         if args.command == "run":

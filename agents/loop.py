@@ -16,6 +16,7 @@ again).
 from __future__ import annotations
 
 import enum
+import faulthandler
 import logging
 import statistics
 import threading
@@ -239,7 +240,13 @@ class AgentLoop:
                 self._reload()
             period = self.config.agent.sample_period_s
             next_deadline += period
-            self.iterate()
+            # A stuck iteration (a hung socket, a blocked disk) dumps every thread's stack
+            # to stderr, so the operator sees where it hangs.
+            faulthandler.dump_traceback_later(max(30.0, 10 * period), repeat=False)
+            try:
+                self.iterate()
+            finally:
+                faulthandler.cancel_dump_traceback_later()
             iterations += 1
             if max_iterations is not None and iterations >= max_iterations:
                 break

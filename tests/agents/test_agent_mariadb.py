@@ -224,3 +224,21 @@ def test_wrong_password_is_a_clear_error(mariadb_server: MariaDBServer, tmp_path
     result = run_cli(config, "test", env=env)
     assert result.returncode == 4
     assert "access denied" in result.stderr.lower()
+
+
+def test_restore_command_puts_back_the_saved_tuple(
+    mariadb_server: MariaDBServer, tmp_path: Path
+) -> None:
+    from agents.knobs import Engine
+    from agents.state import OriginalTupleFile
+
+    config = write_config(tmp_path, mariadb_server)
+    mariadb_server.sql(f"SET GLOBAL {SIZE} = 3")
+    OriginalTupleFile(_state_file(config)).save(Engine.MARIADB, {SIZE: 7})
+    env = agent_env(mariadb_server)
+    status = run_cli(config, "status", env=env)
+    assert json.loads(status.stdout)["saved_original_tuple"] == {SIZE: 7}
+    restored = run_cli(config, "restore", env=env)
+    assert restored.returncode == 0, restored.stderr
+    assert mariadb_server.variable(SIZE) == 7
+    assert not _state_file(config).exists()

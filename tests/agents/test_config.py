@@ -122,3 +122,14 @@ def test_help_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
             main([*command, "--help"])
         assert exit_info.value.code == 0
     assert "--config" in capsys.readouterr().out
+
+
+def test_status_and_restore_without_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agent.toml"
+    path.write_text(f'[agent]\nstate_dir = "{tmp_path}"\n')
+    assert main(["status", "--config", str(path)]) == 0
+    assert '"saved_original_tuple": null' in capsys.readouterr().out
+    assert main(["restore", "--config", str(path)]) == 0
+    assert "nothing to restore" in capsys.readouterr().out

@@ -230,3 +230,42 @@ def test_bounded_climb_stops_at_climb_max(tmp_path: Path) -> None:
     assert loop.phase is Phase.HOLDING
     (item,) = loop.uploader.spool.pending()
     assert item.report.converged is False
+
+
+def test_sighup_reload_takes_new_bounds_and_survives_a_broken_file(tmp_path: Path) -> None:
+    target = FakeTarget()
+    factory, _ = rogue({SIZE: 100})
+    configs: list[AgentConfig | Exception] = [
+        config_for(tmp_path, bounds={SIZE: [2, 3]}),
+        ValueError("broken file"),
+    ]
+
+    def loader() -> AgentConfig:
+        next_config = configs.pop(0)
+        if isinstance(next_config, Exception):
+            raise next_config
+        return next_config
+
+    loop = make_loop(tmp_path, target, factory)
+    loop.config_loader = loader
+    loop.reload_requested.set()
+    loop.run(max_iterations=15)
+    assert loop.config.knob_bounds(SIZE) == (2, 3)
+    assert target.knobs[SIZE] == 3
+    loop.reload_requested.set()
+    loop.run(max_iterations=2)  # the broken file is logged, the running config kept
+    assert loop.config.knob_bounds(SIZE) == (2, 3)
+
+
+def test_status_reports_phase_tuple_and_counters(tmp_path: Path) -> None:
+    target = FakeTarget()
+    factory, _ = rogue({SIZE: 4})
+    loop = make_loop(tmp_path, target, factory)
+    for _ in range(6):
+        loop.iterate()
+    status = loop.status_file.read()
+    assert status is not None
+    assert status["phase"] == "climbing"
+    assert status["current_tuple"] == {SIZE: 4}
+    assert status["original_tuple"] == {SIZE: 2}
+    assert status["counters"]["knob_changes"] == 1
