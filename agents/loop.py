@@ -180,6 +180,7 @@ class AgentLoop:
         self._low_samples = 0
         self._level_at: dict[tuple[tuple[str, int], ...], deque[float]] = {}
         self._last_drain = 0.0
+        self._last_uptime = 0.0
 
     # -- start and stop ---------------------------------------------------------------
 
@@ -321,6 +322,15 @@ class AgentLoop:
         snapshot = self.target.read_counters()
         in_force = self.target.current_tuple(self.names)
         previous, self._previous = self._previous, snapshot
+        restarted = snapshot.uptime_s < self._last_uptime
+        self._last_uptime = snapshot.uptime_s
+        if restarted:
+            # The server came back with its configured tuple: nothing of ours is in force.
+            logger.warning("the server restarted; its tuple is now %s: profiling again", in_force)
+            self.applied = dict(in_force)
+            self._previous = snapshot
+            self._enter_profiling()
+            return
         if in_force != self.applied:
             self._manual_change(in_force)
             return

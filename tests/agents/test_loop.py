@@ -269,3 +269,47 @@ def test_status_reports_phase_tuple_and_counters(tmp_path: Path) -> None:
     assert status["current_tuple"] == {SIZE: 4}
     assert status["original_tuple"] == {SIZE: 2}
     assert status["counters"]["knob_changes"] == 1
+
+
+def test_server_restart_is_survived_and_triggers_a_new_profile(tmp_path: Path) -> None:
+    target = FakeTarget()
+    factory, _ = rogue({SIZE: 4})
+    loop = make_loop(tmp_path, target, factory)
+    for _ in range(6):
+        loop.iterate()
+    assert loop.phase is Phase.CLIMBING
+    # The server goes away for three samples and comes back with fresh counters and
+    # its my.cnf tuple.
+    target.failures = [TargetUnavailable("server has gone away")] * 3
+    for _ in range(3):
+        loop.iterate()
+    target.uptime = 1.0
+    target.transactions = 0.0
+    target.knobs[SIZE] = 2
+    for _ in range(3):
+        loop.iterate()
+    assert loop.counters.failed_samples == 3
+    assert loop.counters.errors_by_kind == {"TargetUnavailable": 3}
+    assert loop.counters.manual_changes == 0  # a restart is not a DBA's change
+    for _ in range(10):
+        loop.iterate()
+    assert loop.phase is Phase.CLIMBING
+    assert loop.counters.climbs == 2
+
+
+def test_workload_change_while_holding_means_profiling_again(tmp_path: Path) -> None:
+    target = FakeTarget()
+    config = config_for(tmp_path, bounds={SIZE: [1, 16]})
+    loop = make_loop(tmp_path, target, make_climber_factory(config), config)
+    for _ in range(400):
+        loop.iterate()
+        if loop.phase is Phase.HOLDING:
+            break
+    assert loop.phase is Phase.HOLDING
+    target.connections = 64
+    target.curve = lambda knobs: 3000.0
+    for _ in range(20):
+        loop.iterate()
+        if loop.phase is not Phase.HOLDING:
+            break
+    assert loop.phase in (Phase.PROFILING, Phase.CLIMBING)
