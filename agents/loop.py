@@ -701,6 +701,7 @@ class AgentLoop:
             "last_report": self.last_report or None,
             "spooled_reports": len(self.uploader.spool),
             "spool_dropped": self.uploader.spool.dropped,
+            "collectors": self._collector_health(),
             "counters": {
                 "samples": self.counters.samples,
                 "failed_samples": self.counters.failed_samples,
@@ -712,6 +713,22 @@ class AgentLoop:
                 "reports": self.counters.reports,
                 "errors_by_kind": dict(self.counters.errors_by_kind),
             },
+        }
+
+    def _collector_health(self) -> dict[str, dict[str, float | int | str]]:
+        """Per-collector successes, failures and last duration, when the target keeps them."""
+        collector_set = getattr(self.target, "collector_stats", None)
+        stats = getattr(collector_set, "stats", None)
+        if not isinstance(stats, dict):
+            return {}
+        return {
+            name: {
+                "successes": entry.successes,
+                "failures": entry.failures,
+                "last_duration_s": round(entry.last_duration_s, 4),
+                "last_error": entry.last_error,
+            }
+            for name, entry in stats.items()
         }
 
     def _write_status(self) -> None:

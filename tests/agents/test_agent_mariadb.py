@@ -74,6 +74,9 @@ def test_bounded_climb_applies_only_values_inside_bounds(
         elapsed = time.monotonic() - started
         status = agent.status()
         assert status is not None and status["phase"] == "holding"
+        collectors = status["collectors"]
+        assert collectors["global_status"]["successes"] > 10
+        assert collectors["thread_pool_groups"]["failures"] == 0
     finally:
         # Stop watching before the agent restores the out-of-bounds original.
         done.set()
