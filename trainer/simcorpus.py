@@ -5,8 +5,9 @@ Each workload is drawn by :func:`agents.sim.random_workload` from its own seed
 
 - the profile an agent would measure at the engine defaults over a 30 s window, with 10%
   measurement noise on every measured quantity (:meth:`SimServer.measured_profile`);
-- the noise-free pool-size curve over :data:`SIZE_GRID` (at the default oversubscribe and
-  stall limit), and short oversubscribe / stall-limit curves at the optimal size;
+- the noise-free pool-size curve over :data:`SIZE_GRID` plus the optimum and the knee (at the
+  default oversubscribe and stall limit), and short oversubscribe / stall-limit curves at the
+  optimal size;
 - the optimal tuple (smallest size within 1% of the best, then the best secondary knobs),
   the knee (smallest size reaching 95% of the peak), the peak and the default's throughput.
 """
@@ -26,8 +27,14 @@ from agents.knobs import Engine
 from agents.sim import SimServer, random_workload
 from agents.sim.model import OVERSUBSCRIBE_GRID, STALL_LIMIT_GRID
 
-#: Pool sizes at which curves are stored (log-spaced; regret interpolates between them).
-SIZE_GRID = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128)
+#: Pool sizes at which curves are stored: every size to 16, then steps of 2, 4 and 8 (regret
+#: interpolates in log size between them, which is exact at the stored sizes).
+SIZE_GRID = (
+    tuple(range(1, 17))
+    + tuple(range(18, 33, 2))
+    + tuple(range(36, 65, 4))
+    + tuple(range(72, 129, 8))
+)
 PROFILE_WINDOW_S = 30.0
 MEASUREMENT_CV = 0.1
 SIZE = "thread_pool_size"
@@ -46,8 +53,10 @@ def simulate_workload(seed: int, index: int) -> tuple[dict[str, Any], list[dict[
         rng, knobs=defaults, window_s=PROFILE_WINDOW_S, measurement_cv=MEASUREMENT_CV
     )
     optimum = server.optimum()
+    knee = server.knee()
     workload_id = f"w{index:06d}"
-    sizes = np.array(SIZE_GRID, dtype=np.float64)
+    # The grid plus the optimum and the knee themselves, so that regret is exact there.
+    sizes = np.array(sorted(set(SIZE_GRID) | {optimum[SIZE], knee}), dtype=np.float64)
     size_tp, size_latency = workload.steady_state(sizes)
     points = [
         {
@@ -89,7 +98,7 @@ def simulate_workload(seed: int, index: int) -> tuple[dict[str, Any], list[dict[
         row[field] = json.dumps(value) if field == "extras" else value
     row |= {f"best_{name}": int(value) for name, value in optimum.items()}
     row |= {
-        "knee_size": server.knee(),
+        "knee_size": knee,
         "peak_throughput": server.peak(),
         "default_throughput": server.expected_throughput(defaults),
         # The generating parameters, for analysis (never features: an agent cannot see them).
@@ -145,7 +154,7 @@ def build_corpus(
     curves["throughput_std"] = np.nan  # noise-free truth: no spread to report
     curves["samples"] = 0
     curves = curves.astype(
-        {"value": "int32", "throughput": "float64", "latency_ms": "float32", "samples": "int16"}
+        {"value": "int16", "throughput": "float32", "latency_ms": "float32", "samples": "int16"}
     )
     curves["knob"] = curves["knob"].astype("category")
     for name in ("engine", "engine_version", "kind"):
