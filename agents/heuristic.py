@@ -2,42 +2,84 @@
 
 ``size = cores × (1 + W/S)`` (W: off-CPU wait, S: CPU time per request) keeps every core busy
 while threads block; it is clipped to the knob's catalog bounds and to the number of connections
-(threads beyond the connections that could use them never help). The other tuned knobs keep the
-engine defaults. The plausible range is a factor of two either side, since the rule is rough.
+(threads beyond the connections that could use them never help). When W is unknown it is
+estimated as latency − S; when neither is known the size is the core count. The other tuned
+knobs keep the engine defaults. The plausible range is a factor of two either side, since the
+rule is rough.
 
-The service answers with this when no model is promoted or the model fails, and the agent uses it
-locally when the service cannot be reached, so both give the same answer for the same profile.
+This is the one implementation: the service answers with it when no model is promoted or the
+model fails, the agent uses it locally when the service cannot be reached, and the trainer scores
+it as a baseline — so all three give the same answer for the same profile.
 """
 
 from __future__ import annotations
+
+import math
 
 from agents import knobs
 from agents.wire import HostFacts, KnobRange, KnobTuple, WorkloadProfile
 
 #: How far either side of the heuristic's answer the optimum plausibly lies (a factor).
 RANGE_FACTOR = 2.0
+#: Beyond this W/S the formula asks for more threads than any catalog allows anyway.
+MAX_BLOCKING_COEFFICIENT = 1000.0
+
+#: Start tuple and an inclusive (low, high) range per knob.
+Prediction = tuple[dict[str, int], dict[str, tuple[int, int]]]
+
+
+def blocking_coefficient(profile: WorkloadProfile) -> float:
+    """W/S from the profile; from latency − CPU time when W is unknown; 0 when nothing is."""
+    known = profile.blocking_coefficient
+    if known is None and profile.latency_ms is not None and profile.cpu_ms_per_request:
+        known = max(0.0, profile.latency_ms - profile.cpu_ms_per_request) / (
+            profile.cpu_ms_per_request
+        )
+    if known is None or not math.isfinite(known):
+        return 0.0
+    return min(known, MAX_BLOCKING_COEFFICIENT)
+
+
+def _size_ceiling(host: HostFacts, profile: WorkloadProfile) -> int:
+    size_knob = knobs.knob(host.engine, knobs.POOL_SIZE_KNOB[host.engine])
+    if profile.connections > 0:
+        # More workers than connections cannot help.
+        return max(size_knob.minimum, min(size_knob.maximum, profile.connections))
+    return size_knob.maximum
 
 
 def heuristic_pool_size(host: HostFacts, profile: WorkloadProfile) -> int:
     size_knob = knobs.knob(host.engine, knobs.POOL_SIZE_KNOB[host.engine])
-    blocking = profile.blocking_coefficient
-    size = float(host.cpu_count) * (1.0 + blocking) if blocking is not None else host.cpu_count
-    if profile.connections > 0:
-        size = min(size, float(profile.connections))
-    return size_knob.clip(size)
+    raw_size = host.cpu_count * (1.0 + blocking_coefficient(profile))
+    return int(min(_size_ceiling(host, profile), size_knob.clip(raw_size)))
+
+
+def heuristic_prediction(host: HostFacts, profile: WorkloadProfile) -> Prediction:
+    """Start value and (low, high) range for every tuned knob of the host's engine."""
+    size_name = knobs.POOL_SIZE_KNOB[host.engine]
+    ceiling = _size_ceiling(host, profile)
+    values: dict[str, int] = {}
+    ranges: dict[str, tuple[int, int]] = {}
+    for knob in knobs.tuned_knobs(host.engine):
+        if knob.name == size_name:
+            value = heuristic_pool_size(host, profile)
+            low = knob.clip(value / RANGE_FACTOR)
+            high = min(ceiling, knob.clip(value * RANGE_FACTOR))
+        else:
+            value = knob.default_for(host.cpu_count)
+            low = knob.clip(value / RANGE_FACTOR)
+            high = knob.clip(max(value * RANGE_FACTOR, value + 4))
+        values[knob.name] = value
+        ranges[knob.name] = (min(value, low), max(value, high))
+    return values, ranges
 
 
 def heuristic_recommendation(
     host: HostFacts, profile: WorkloadProfile
 ) -> tuple[KnobTuple, dict[str, KnobRange]]:
-    """The heuristic start tuple of every tuned knob, with a plausible range for each."""
-    values = knobs.default_tuple(host.engine, host.cpu_count)
-    size_name = knobs.POOL_SIZE_KNOB[host.engine]
-    values[size_name] = heuristic_pool_size(host, profile)
-    ranges: dict[str, KnobRange] = {}
-    for name, value in values.items():
-        knob = knobs.knob(host.engine, name)
-        low = knob.clip(max(knob.minimum, value / RANGE_FACTOR))
-        high = knob.clip(value * RANGE_FACTOR)
-        ranges[name] = KnobRange(low=min(low, value), high=max(high, value))
-    return KnobTuple(engine=host.engine, values=values), ranges
+    """:func:`heuristic_prediction` as wire types."""
+    values, ranges = heuristic_prediction(host, profile)
+    return (
+        KnobTuple(engine=host.engine, values=values),
+        {name: KnobRange(low=low, high=high) for name, (low, high) in ranges.items()},
+    )

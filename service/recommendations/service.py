@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from agents.heuristic import heuristic_prediction
 from agents.knobs import catalog
 from agents.wire import (
     KnobRange,
@@ -19,7 +20,6 @@ from agents.wire import (
     Source,
 )
 from service.db import utcnow
-from service.recommendations.heuristic import heuristic_recommendation
 from service.recommendations.model_cache import ModelCache, ModelLoadError, PromotedPointer
 from service.recommendations.model_format import Prediction
 from service.recommendations.models import RecommendationLog
@@ -97,7 +97,7 @@ def recommend(
 ) -> RecommendationOutcome:
     """Answer from the engine's promoted model, or from the heuristic; log the answer."""
     engine = request.host.engine.value
-    heuristic = heuristic_recommendation(request.host, request.profile)
+    heuristic = heuristic_prediction(request.host, request.profile)
     pointer = cache.promoted_pointer(session, engine)
     fallback_reason: str | None = None
     response: RecommendationResponse | None = None

@@ -36,6 +36,11 @@ def test_unknown_blocking_falls_back_to_the_core_count() -> None:
     assert heuristic_pool_size(host(6), profile()) == 6
 
 
+def test_unknown_wait_is_estimated_from_latency_minus_cpu_time() -> None:
+    p = profile(cpu_ms_per_request=2.0, latency_ms=8.0)
+    assert heuristic_pool_size(host(4), p) == 16
+
+
 def test_size_is_clipped_to_connections_and_catalog() -> None:
     heavy = {"cpu_ms_per_request": 0.1, "wait_ms_per_request": 100.0}
     assert (
@@ -53,6 +58,8 @@ def test_recommendation_has_every_tuned_knob_with_a_range_around_it() -> None:
         "thread_pool_stall_limit": 500,
     }
     assert (ranges["thread_pool_size"].low, ranges["thread_pool_size"].high) == (4, 16)
+    over = ranges["thread_pool_oversubscribe"]
+    assert (over.low, over.high) == (2, 7)  # 3 / 2 rounds to 2; max(3 · 2, 3 + 4)
     for name, value in start.values.items():
         assert ranges[name].low <= value <= ranges[name].high
 
