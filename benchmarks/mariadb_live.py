@@ -193,9 +193,21 @@ def run_case(
         time.sleep(5)  # warm-up
         oracle = sweep(observer, server, sizes, sweep_seconds, passes)
         default_size = os.cpu_count() or 1
+        if default_size in oracle:
+            default_tps = oracle[default_size]  # measured interleaved with the others
+        else:
+            server.sql(f"SET GLOBAL {SIZE} = {default_size}")
+            default_tps = statistics.fmean(observer.hold(10.0)[1:])
         server.sql(f"SET GLOBAL {SIZE} = {default_size}")
-        default_tps = statistics.fmean(observer.hold(10.0)[1:])
+        sweep_text = ", ".join(f"{size}: {tps:.0f}" for size, tps in oracle.items())
+        print(f"# {workload} x{clients}: sweep {{{sweep_text}}}, load {os.getloadavg()[0]:.1f}")
         series, changes = run_agent(server, observer, agent_seconds, work_dir / workload)
+        print(
+            f"# {workload} x{clients}: agent series "
+            + " ".join(f"{v:.0f}" for v in series)
+            + f", load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         final_size = observer.size()
         oracle_size = max(oracle, key=lambda size: oracle[size])
         tail = series[-int(60 / SAMPLE_S) :]
