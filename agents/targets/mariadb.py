@@ -131,6 +131,7 @@ class MariaDBTarget:
         self._tuned = tuned_knobs or [k.name for k in knob_catalog.tuned_knobs(self.engine)]
         self._connection: _CountingConnection | None = None
         self._via_extra_port = False
+        self._discovered_extra_port: int | None = None
         self._version_text = ""
         self._version: tuple[int, int] = (0, 0)
         self._server_pid: int | None = None
@@ -173,8 +174,18 @@ class MariaDBTarget:
         return _CountingConnection(connection)
 
     def connect(self) -> None:
+        """Open the admin connection, through ``extra_port`` when the server has one.
+
+        With ``extra_port`` unset in the config, the first connection asks the server for
+        its ``@@extra_port`` and later reconnections go straight there.
+        """
         self.close()
         settings = self.settings
+        extra_port = (
+            settings.extra_port if settings.extra_port is not None else self._discovered_extra_port
+        )
+        if extra_port and self._open_extra(extra_port):
+            return
         try:
             main = self._open(
                 host=settings.host, port=settings.port, unix_socket=settings.socket or None
@@ -183,33 +194,41 @@ class MariaDBTarget:
             raise translate(exc, f"connecting to {self._describe()}") from exc
         self._connection = main
         self._via_extra_port = False
-        extra_port = settings.extra_port
+        if settings.extra_port is not None or self._discovered_extra_port is not None:
+            return
         try:
-            if extra_port is None:
-                (row,) = main.query("SELECT @@extra_port")
-                extra_port = int(row[0] or 0)
-            already_there = not settings.socket and extra_port == settings.port
-            if extra_port and already_there:
-                self._via_extra_port = True
-            elif extra_port:
-                host = "127.0.0.1" if settings.socket else settings.host
-                try:
-                    extra = self._open(host=host, port=extra_port, unix_socket=None)
-                except pymysql.err.MySQLError as exc:
-                    logger.warning(
-                        "cannot connect through extra_port %s (%s); using the main port, "
-                        "so the agent's queries may queue inside the pool",
-                        extra_port,
-                        exc,
-                    )
-                else:
-                    self._forget(main)
-                    main.close()
-                    self._connection = extra
-                    self._via_extra_port = True
+            (row,) = main.query("SELECT @@extra_port")
         except pymysql.err.MySQLError as exc:
             self.close()
             raise translate(exc, "reading extra_port") from exc
+        self._discovered_extra_port = int(row[0] or 0)
+        if not self._discovered_extra_port:
+            return
+        if not settings.socket and self._discovered_extra_port == settings.port:
+            self._via_extra_port = True
+            return
+        main_connection = self._connection
+        if self._open_extra(self._discovered_extra_port):
+            self._forget(main_connection)
+            main_connection.close()
+        else:
+            self._connection = main_connection
+
+    def _open_extra(self, port: int) -> bool:
+        """Connect through ``port`` (the extra port); False, with a warning, if it fails."""
+        host = "127.0.0.1" if self.settings.socket else self.settings.host
+        try:
+            self._connection = self._open(host=host, port=port, unix_socket=None)
+        except pymysql.err.MySQLError as exc:
+            logger.warning(
+                "cannot connect through extra_port %s (%s); using the main port, so the "
+                "agent's queries may queue inside the pool",
+                port,
+                exc,
+            )
+            return False
+        self._via_extra_port = True
+        return True
 
     def _forget(self, connection: _CountingConnection) -> None:
         self._closed_statements += connection.statements

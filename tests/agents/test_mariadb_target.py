@@ -101,3 +101,30 @@ def test_account_without_rights_is_refused(mariadb_server: MariaDBServer) -> Non
     with pytest.raises(TargetMisconfigured, match="may not change thread_pool_size"):
         target.check()
     target.close()
+
+
+def test_extra_port_explicit_discovered_or_disabled(mariadb_server: MariaDBServer) -> None:
+    def port_of(target: MariaDBTarget) -> int:
+        ((value,),) = target._query("SELECT @@port", "test")  # noqa: SLF001
+        return int(str(value))
+
+    explicit = _target(mariadb_server, extra_port=mariadb_server.extra_port)
+    explicit.connect()
+    assert explicit.check().via_extra_port
+    explicit.close()
+
+    discovered = _target(mariadb_server)
+    discovered.connect()
+    discovered.close()
+    discovered.connect()  # reconnects go straight to the discovered extra port
+    assert discovered.check().via_extra_port
+    assert discovered._discovered_extra_port == mariadb_server.extra_port  # noqa: SLF001
+    discovered.close()
+
+    disabled = _target(mariadb_server, extra_port=0)
+    disabled.connect()
+    info = disabled.check()
+    assert not info.via_extra_port
+    assert any("extra_port" in note for note in info.notes)
+    assert port_of(disabled) == mariadb_server.port
+    disabled.close()
