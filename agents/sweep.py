@@ -210,6 +210,11 @@ class Point:
         return self.std / mean
 
     @property
+    def sem(self) -> float:
+        """Standard error of the mean (std / √n)."""
+        return self.std / math.sqrt(self.count) if self.count > 1 else math.nan
+
+    @property
     def latency_ms(self) -> float | None:
         return statistics.fmean(self.latencies_ms) if self.latencies_ms else None
 
@@ -241,18 +246,30 @@ def noise_level(points: Sequence[Point]) -> float:
     return _median_or_nan([p.cv for p in points if p.count > 1])
 
 
-def smallest_within_noise(points: Sequence[Point], noise: float | None = None) -> int | None:
-    """The smallest value whose mean is within one noise level of the best mean:
-    ``mean >= best × (1 − noise)``. On a flat top this prefers the cheaper value
-    rather than the one the noise happened to favour."""
+#: Two means differ beyond the noise when they are more than this many standard errors
+#: of their difference apart.
+NOISE_Z = 2.0
+
+
+def within_noise(point: Point, reference: Point, *, z: float = NOISE_Z) -> bool:
+    """Whether ``point``'s mean is not below ``reference``'s by more than the noise:
+    ``reference.mean − point.mean ≤ z × √(sem_point² + sem_reference²)``."""
+    if not point.count or not reference.count:
+        return False
+    sem_a = point.sem if math.isfinite(point.sem) else 0.0
+    sem_b = reference.sem if math.isfinite(reference.sem) else 0.0
+    return reference.mean - point.mean <= z * math.hypot(sem_a, sem_b)
+
+
+def smallest_within_noise(points: Sequence[Point], *, z: float = NOISE_Z) -> int | None:
+    """The smallest value whose mean is within the noise of the best mean (see
+    :func:`within_noise`). On a flat top this prefers the cheaper value rather than the
+    one the noise happened to favour."""
     measured = [p for p in points if p.count]
     if not measured:
         return None
-    level = noise_level(measured) if noise is None else noise
-    if not math.isfinite(level):
-        level = 0.0
-    best = max(p.mean for p in measured)
-    return min(p.value for p in measured if p.mean >= best * (1.0 - level))
+    best = max(measured, key=lambda p: (p.mean, -p.value))
+    return min(p.value for p in measured if within_noise(p, best, z=z))
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,14 @@ from agents import knobs
 from agents.config import parse_config
 from agents.profile import ThroughputMetric
 from agents.state import OriginalTupleFile
-from agents.sweep import Progress, Sweeper, SweepPlan, SweepResult, format_table
+from agents.sweep import (
+    Progress,
+    Sweeper,
+    SweepPlan,
+    SweepResult,
+    format_table,
+    within_noise,
+)
 from agents.targets.mariadb import MariaDBTarget
 from tests.fixtures.mariadb import SYSBENCH, MariaDBServer, start_mariadb, stop_mariadb
 from trainer.datasets import CURVE_COLUMNS, write_dataset
@@ -117,7 +124,7 @@ WORKLOADS: dict[str, Workload] = {
             "main",
             str(LUA_DIR / "cpu_wait_mix.lua"),
             metric="queries",
-            extra_args=("--point-selects=4", "--cpu-rounds=20000", "--sleep-ms=5"),
+            extra_args=("--point-selects=4", "--cpu-rounds=2500", "--sleep-ms=10"),
         ),
         # The same sysbench workload as oltp_read_only (so the same group), on one core.
         Workload(
@@ -470,6 +477,15 @@ def curve_rows(workload_id: str, result: SweepResult) -> list[dict[str, Any]]:
     return rows
 
 
+def _differs(result: SweepResult, value: int) -> bool:
+    best = result.best_value
+    try:
+        point = result.point(value)
+    except KeyError:
+        return False
+    return best is not None and not within_noise(point, result.point(best))
+
+
 def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
@@ -478,14 +494,11 @@ def secondary_best(result: SweepResult, default: int) -> int:
     """The default unless another value beats it by more than the noise."""
     best = result.best_value
     assert best is not None
-    noise = result.noise if math.isfinite(result.noise) else 0.0
     try:
-        default_mean = result.point(default).mean
+        default_point = result.point(default)
     except KeyError:
         return best
-    if default_mean >= result.best_mean * (1.0 - noise):
-        return default
-    return best
+    return default if within_noise(default_point, result.point(best)) else best
 
 
 def workload_row(result: CaseResult, host: dict[str, Any]) -> dict[str, Any]:
@@ -539,7 +552,7 @@ def workload_row(result: CaseResult, host: dict[str, Any]) -> dict[str, Any]:
         "throughput_size2": size2,
         "gain_over_size2": peak / size2 - 1.0 if size2 > 0 else math.nan,
         "noise_cv": size.noise,
-        "differs_beyond_noise": bool(size2 < peak * (1.0 - size.noise)),
+        "differs_beyond_noise": _differs(size, 2),
         "other_cpu_cores": _nan(size.other_cpu),
         "sysbench_ok": result.sysbench_ok,
         "sysbench_command": result.sysbench_command,
@@ -609,7 +622,7 @@ COLUMN_DOCS = {
     "extras": "JSON object: thread pool statistics and waits per second, mean "
     "Threadpool_threads, server CPU busy (cores)",
     "best_thread_pool_size": "the smallest size whose mean is within the noise of the best "
-    "mean: mean ≥ best × (1 − noise_cv)",
+    "mean: best − mean ≤ 2 × √(sem² + sem_best²), sem = std / √samples",
     "best_thread_pool_oversubscribe / best_thread_pool_stall_limit": "for the cases with "
     "secondary sweeps (at size 2): the default (3 / 500) unless another value beats it by "
     "more than the noise; empty otherwise",
@@ -624,7 +637,8 @@ COLUMN_DOCS = {
     "throughput_size2 / gain_over_size2": "mean at size 2 and peak / that − 1",
     "noise_cv": "noise level: median over the sizes of the coefficient of variation of a "
     "point's kept 1-s samples",
-    "differs_beyond_noise": "whether size 2 is below the best by more than the noise",
+    "differs_beyond_noise": "whether size 2 is below the best mean by more than the noise "
+    "(more than 2 standard errors of the difference)",
     "other_cpu_cores": "mean CPU (cores) used by other processes of the shared host during "
     "the size sweep: /proc/stat busy time minus the server's and sysbench's",
     "sysbench_ok / sysbench_command": "sysbench ran through the whole sweep; its command "
@@ -639,7 +653,8 @@ CURVE_DOCS = {
     "throughput": "mean of the kept samples (per the case's `throughput_metric`)",
     "throughput_std": "standard deviation of the kept samples",
     "samples": "number of kept samples (1 s each; the first 2 s after each change dropped)",
-    "latency_ms": "mean query latency from the server's query_response_time histogram",
+    "latency_ms": "mean query latency from the server's query_response_time histogram: "
+    "execution time in the server (time queued in the pool before execution is not in it)",
     "throughput_cv": "std / mean",
     "throughput_samples": "JSON list of the kept samples, in measuring order",
     "visit_means": "JSON list of the mean of each visit (one per interleaved repeat)",
@@ -746,8 +761,8 @@ Created {manifest["created_at"]}. Read with `trainer.datasets.load_dataset("{man
   `innodb_flush_log_at_trx_commit=2` and a 128 MiB buffer pool (CPU-bound).
 - Workloads: the sysbench OLTP scripts on 4 tables × 10,000 rows; `hot_rows` = oltp_read_write
   on one table of 10 rows (row-lock contention; deadlocks ignored and retried);
-  `cpu_wait_mix` = `scripts/sysbench/cpu_wait_mix.lua` (4 point selects, a ~ms of
-  `BENCHMARK(MD5)` CPU work and a 5 ms `SELECT SLEEP` per event); `pinned_read_only` =
+  `cpu_wait_mix` = `scripts/sysbench/cpu_wait_mix.lua` (4 point selects, about 2 ms of
+  `BENCHMARK(2500, MD5())` CPU work and a 10 ms `SELECT SLEEP` per event); `pinned_read_only` =
   oltp_read_only with every server thread pinned to CPU 0 (`taskset -a -p -c 0`; sysbench
   still uses both cores).
 - Each case: {timing["warmup_s"]:g} s warm-up, a {timing["baseline_s"]:g} s baseline window at
@@ -757,10 +772,12 @@ Created {manifest["created_at"]}. Read with `trainer.datasets.load_dataset("{man
 
 ## Results (pool size)
 
-Best size = the smallest size within the noise of the best mean (`mean ≥ best × (1 − noise)`,
-noise = the median CV of a point's 1-s samples); knee = the smallest size reaching 95% of the
-best mean. Gain = best mean / mean at size 2 (the default on 2 cores) − 1; the raw best is
-biased upwards by the noise (it is the maximum of {len(timing["size_grid"])} noisy means).
+Best size = the smallest size within the noise of the best mean (below it by at most two
+standard errors of the difference, `2 × √(sem² + sem_best²)`, `sem = std / √samples`); noise
+(CV) = the median coefficient of variation of a point's 1-s samples; knee = the smallest size
+reaching 95% of the best mean. Gain = best mean / mean at size 2 (the default on 2 cores) − 1;
+the raw best is biased upwards by the noise (it is the maximum of {len(timing["size_grid"])}
+noisy means).
 
 {results_table(workloads)}
 
