@@ -181,6 +181,7 @@ class AgentLoop:
         self._level_at: dict[tuple[tuple[str, int], ...], deque[float]] = {}
         self._last_drain = 0.0
         self._last_uptime = 0.0
+        self._clip_pending = False
 
     # -- start and stop ---------------------------------------------------------------
 
@@ -278,9 +279,19 @@ class AgentLoop:
                     ),
                 }
             )
-        self.config = new
+        if new.tuned_knob_names != self.names:
+            logger.warning("[climber] knobs changes take effect after a restart")
+        old, self.config = self.config, new
         logging.getLogger("agents").setLevel(new.agent.log_level)
         logger.info("configuration reloaded")
+        if (old.bounds != new.bounds or old.climber != new.climber) and self.phase in (
+            Phase.CLIMBING,
+            Phase.HOLDING,
+        ):
+            # The climber's space changed: move inside the new bounds and start afresh.
+            logger.info("bounds or climber changed: profiling again")
+            self._clip_pending = True
+            self._enter_profiling()
 
     # -- one iteration ----------------------------------------------------------------
 
@@ -319,6 +330,9 @@ class AgentLoop:
         self.stop.wait(backoff)
 
     def _iterate(self) -> None:
+        if self._clip_pending:
+            self._apply(self.applied)  # clipped into the (new) bounds
+            self._clip_pending = False
         snapshot = self.target.read_counters()
         in_force = self.target.current_tuple(self.names)
         previous, self._previous = self._previous, snapshot

@@ -248,10 +248,15 @@ def test_sighup_reload_takes_new_bounds_and_survives_a_broken_file(tmp_path: Pat
 
     loop = make_loop(tmp_path, target, factory)
     loop.config_loader = loader
+    loop.run(max_iterations=6)
+    assert target.knobs[SIZE] == 6  # climbing inside the old bounds [2, 6]
+    applied_before = len(target.applied)
     loop.reload_requested.set()
     loop.run(max_iterations=15)
     assert loop.config.knob_bounds(SIZE) == (2, 3)
     assert target.knobs[SIZE] == 3
+    assert all(values[SIZE] <= 3 for values in target.applied[applied_before:])
+    assert loop.counters.climbs == 2  # the new bounds started a new climb
     loop.reload_requested.set()
     loop.run(max_iterations=2)  # the broken file is logged, the running config kept
     assert loop.config.knob_bounds(SIZE) == (2, 3)
