@@ -32,7 +32,14 @@ from agents import knobs as knob_catalog
 from agents.climber.base import Climber, KnobSpace, Sample
 from agents.config import AgentConfig
 from agents.heuristic import heuristic_recommendation
-from agents.profile import Interval, ProfileError, build_profile, interval, workload_changed
+from agents.profile import (
+    Interval,
+    ProfileError,
+    ThroughputMetric,
+    build_profile,
+    interval,
+    workload_changed,
+)
 from agents.state import OriginalTupleFile, StatusFile, restore_original
 from agents.targets.base import (
     KnobApplyError,
@@ -182,6 +189,8 @@ class AgentLoop:
         self._last_drain = 0.0
         self._last_uptime = 0.0
         self._clip_pending = False
+        #: The throughput metric of the current climb (see :meth:`_choose_metric`).
+        self.metric: ThroughputMetric = config.target.throughput_metric
 
     # -- start and stop ---------------------------------------------------------------
 
@@ -482,8 +491,21 @@ class AgentLoop:
         self.counters.knob_changes += 1
         logger.info("applied %s", changes)
 
+    def _choose_metric(self, profile: WorkloadProfile) -> ThroughputMetric:
+        """The configured metric, except that a workload without transactions (autocommit
+        statements only: Com_commit does not move) is climbed on queries per second."""
+        configured = self.config.target.throughput_metric
+        if configured == "transactions" and profile.tps <= 0 < profile.qps:
+            logger.warning(
+                "no transactions in the profile (autocommit workload): climbing on "
+                "queries per second instead"
+            )
+            return "queries"
+        return configured
+
     def _start_climb(self, profile: WorkloadProfile) -> None:
         assert self.host is not None
+        self.metric = self._choose_metric(profile)
         answer = recommend(self._service(), host=self.host, profile=profile, current=self.applied)
         start = self._inside_bounds({**self.applied, **answer.start_tuple.values})
         ranges: dict[str, tuple[int, int]] = {}
@@ -521,7 +543,7 @@ class AgentLoop:
 
     def _record(self, rates: Interval, in_force: dict[str, int]) -> float:
         assert self.climb is not None and self.climber is not None
-        throughput = rates.throughput(self.config.target.throughput_metric)
+        throughput = rates.throughput(self.metric)
         self.climb.trace.append(
             TraceSample(
                 t_s=max(0.0, self.clock() - self.climb.started_mono),
@@ -648,7 +670,10 @@ class AgentLoop:
             converged=not climb.timed_out,
             samples_to_converge=climb.converged_after,
             trace=list(climb.trace),
-            climber=ClimberInfo(name=type(climber).name, settings=climber.settings()),
+            climber=ClimberInfo(
+                name=type(climber).name,
+                settings={**climber.settings(), "throughput_metric": self.metric},
+            ),
             started_at=climb.started_at,
             finished_at=utcnow(),
         )
@@ -663,7 +688,7 @@ class AgentLoop:
                 logger.info("workload changed (connections %d): profiling again", rates.connections)
                 self._enter_profiling()
             return
-        throughput = rates.throughput(self.config.target.throughput_metric)
+        throughput = rates.throughput(self.metric)
         wanted = self.climber.step(
             Sample(
                 throughput=throughput,

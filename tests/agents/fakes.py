@@ -40,6 +40,8 @@ class FakeTarget:
     transactions: float = 0.0
     uptime: float = 5000.0
     connected: bool = False
+    #: Autocommit statements only: Com_commit never moves.
+    autocommit: bool = False
 
     def connect(self) -> None:
         self.connected = True
@@ -77,7 +79,7 @@ class FakeTarget:
             uptime_s=self.uptime,
             counters={
                 "Questions": self.transactions * 10,
-                "Com_commit": self.transactions,
+                "Com_commit": 0.0 if self.autocommit else self.transactions,
                 "Com_rollback": 0.0,
                 "Com_select": self.transactions * 8,
                 "Com_update": self.transactions,

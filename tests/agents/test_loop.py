@@ -318,3 +318,18 @@ def test_workload_change_while_holding_means_profiling_again(tmp_path: Path) -> 
         if loop.phase is not Phase.HOLDING:
             break
     assert loop.phase in (Phase.PROFILING, Phase.CLIMBING)
+
+
+def test_autocommit_workload_is_climbed_on_queries(tmp_path: Path) -> None:
+    target = FakeTarget(autocommit=True)
+    config = config_for(tmp_path, bounds={SIZE: [1, 16]})
+    loop = make_loop(tmp_path, target, make_climber_factory(config), config)
+    for _ in range(400):
+        loop.iterate()
+        if loop.phase is Phase.HOLDING:
+            break
+    assert loop.metric == "queries"
+    (item,) = loop.uploader.spool.pending()
+    assert item.report.climber.settings["throughput_metric"] == "queries"
+    assert item.report.throughput_optimal == pytest.approx(10_000.0)
+    assert item.report.optimal_tuple[SIZE] >= 4
