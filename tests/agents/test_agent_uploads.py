@@ -102,6 +102,9 @@ def test_report_spooled_while_service_down_then_delivered_exactly_once(
     assert created.status_code == 201, created.text
     config = write_config(tmp_path, mariadb_server, service_url=service_process.url, climb_max_s=6)
     env = agent_env(mariadb_server)
+    refused = run_cli(config, "enroll", "--token", "pte_not-a-real-token", env=env)
+    assert refused.returncode == 6
+    assert "enrolment failed: service answered 401" in refused.stderr
     enrolled = run_cli(config, "enroll", "--token", created.json()["token"], env=env)
     assert enrolled.returncode == 0, enrolled.stderr
     token_file = tmp_path / "state" / "agent-token"
