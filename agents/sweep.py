@@ -5,8 +5,9 @@ every ``sample_period_s``; the first ``discard_samples`` samples after each chan
 dropped (a size change reaches a connection at its next I/O, so the first sample mixes
 two values). Noise on a live server is large and drifts over minutes (DESIGN.md), so
 the grid is visited ``repeats`` times in interleaved order: repeat 0 walks the grid
-forwards, repeat 1 backwards, the later repeats start from rotated offsets (or a seeded
-shuffle), so a slow drift spreads over every value instead of aliasing onto the grid.
+forwards, repeat 1 backwards, each later repeat visits first the values measured latest
+so far (or a seeded shuffle), so a slow drift spreads over every value instead of
+aliasing onto the grid.
 
 Before the first change the original tuple is saved with :class:`OriginalTupleFile`
 (the agent's own state file): a sweep that ends, fails or is interrupted puts it back
@@ -43,7 +44,7 @@ from agents.wire import WorkloadProfile
 
 logger = logging.getLogger(__name__)
 
-VisitOrder = Literal["rotate", "shuffle"]
+VisitOrder = Literal["balanced", "shuffle"]
 
 #: Default grids per knob (MariaDB / Percona): log-spaced, around the defaults.
 DEFAULT_GRIDS: Mapping[str, tuple[int, ...]] = {
@@ -80,7 +81,7 @@ class SweepPlan:
     #: Samples dropped after each change (actuation lag).
     discard_samples: int = 1
     metric: ThroughputMetric = "transactions"
-    order: VisitOrder = "rotate"
+    order: VisitOrder = "balanced"
     seed: int = 0
     #: Seconds of observation at the original tuple before the first change; the profile
     #: measured there is what an agent would see before it starts (0: none).
@@ -127,29 +128,34 @@ class SweepPlan:
 
 
 def visit_order(
-    values: Sequence[int], repeats: int, order: VisitOrder = "rotate", *, seed: int = 0
+    values: Sequence[int], repeats: int, order: VisitOrder = "balanced", *, seed: int = 0
 ) -> list[list[int]]:
     """The grid once per repeat, interleaved so that drift does not alias onto the grid.
 
-    ``rotate``: repeat 0 in grid order, repeat 1 reversed, then forwards/backwards from
-    offsets spread over the grid. ``shuffle``: a seeded permutation per repeat. In both,
-    a repeat never starts with the value the previous one ended on (no visit without a
-    change), when the grid has more than one value.
+    ``balanced``: repeat 0 in grid order; every later repeat visits first the values that
+    have so far been measured latest on average (ties alternately ascending and
+    descending), so repeat 1 is the reverse of repeat 0 (A/B/B/A) and a linear drift
+    adds about the same to every value. ``shuffle``: a seeded permutation per repeat.
+    In both, a repeat never starts with the value the previous one ended on (that would
+    be one long visit, not two), when the grid has more than one value.
     """
     grid = list(values)
     count = len(grid)
     rng = random.Random(seed)
+    position_sum = dict.fromkeys(grid, 0)
     passes: list[list[int]] = []
     for repeat in range(repeats):
         if order == "shuffle":
             current = grid[:]
             rng.shuffle(current)
         else:
-            offset = (repeat // 2) * count // max(1, math.ceil(repeats / 2)) if count else 0
-            rotated = grid[offset:] + grid[:offset]
-            current = rotated if repeat % 2 == 0 else rotated[::-1]
+            ties = grid if repeat % 2 == 0 else grid[::-1]
+            rank = {value: index for index, value in enumerate(ties)}
+            current = sorted(grid, key=lambda v: (-position_sum[v], rank[v]))
         if passes and count > 1 and current[0] == passes[-1][-1]:
-            current = current[1:] + current[:1]
+            current[0], current[1] = current[1], current[0]
+        for index, value in enumerate(current):
+            position_sum[value] += repeat * count + index
         passes.append(current)
     return passes
 

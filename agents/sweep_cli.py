@@ -112,7 +112,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         COMMAND,
         help="measure throughput over a grid of one knob's values, then restore the knobs",
         description="Hold each value of a knob for --dwell seconds, in --repeats interleaved "
-        "passes over the grid (forwards, backwards, rotated) so drift does not alias onto "
+        "passes over the grid (forwards, backwards, balanced) so drift does not alias onto "
         "the grid; drop the samples right after each change; print the curve, write it to "
         "a CSV (plus a PNG when matplotlib is installed) and restore the original tuple.",
     )
@@ -160,7 +160,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="throughput measure (default: [target] throughput_metric)",
     )
     parser.add_argument(
-        "--order", choices=("rotate", "shuffle"), default="rotate", help="visit order per pass"
+        "--order",
+        choices=("balanced", "shuffle"),
+        default="balanced",
+        help="visit order per pass: balanced (forwards, backwards, then the values measured "
+        "latest so far first) or a seeded shuffle",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --order shuffle")
     parser.add_argument(

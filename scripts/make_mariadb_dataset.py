@@ -729,8 +729,8 @@ holds each `thread_pool_size` of the grid {list(timing["size_grid"])} for {timin
 samples throughput every {timing["sample_period_s"]:g} s through the server's `extra_port`,
 drops the first {timing["discard_samples"]} sample(s) after each change (actuation lag) and
 visits the grid {timing["repeats"]} times in interleaved order (forwards, backwards, then
-from a rotated offset) so that drift spreads over every size. Two cases also sweep
-`thread_pool_oversubscribe` {list(timing["oversubscribe_grid"])} and
+the values measured latest so far first) so that drift spreads over every size. Two cases
+also sweep `thread_pool_oversubscribe` {list(timing["oversubscribe_grid"])} and
 `thread_pool_stall_limit` {list(timing["stall_grid"])} (at size 2, {timing["secondary_repeats"]}
 repeats). The original tuple was restored after every sweep.
 
