@@ -1,0 +1,74 @@
+"""The whole agent (loop, profile, heuristic start, real climber) on the simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.cli import make_climber_factory
+from agents.config import parse_config
+from agents.loop import AgentLoop, Phase
+from agents.sim import SimServer, random_workload
+from agents.spool import Spool
+from agents.targets.simulated import SimulatedTarget
+from agents.uploader import Uploader
+
+SIZE = "thread_pool_size"
+
+
+def run_agent(tmp_path: Path, target: SimulatedTarget, *, samples: int) -> AgentLoop:
+    config = parse_config(
+        {
+            "agent": {
+                "state_dir": str(tmp_path),
+                "sample_period_s": 0.001,
+                "profile_window_s": 10.0,
+                "climb_max_s": 600.0,
+            },
+            "climber": {"knobs": [SIZE]},
+            "bounds": {SIZE: [1, 128]},
+        },
+        env={},
+    )
+    loop = AgentLoop(
+        config,
+        target=target,
+        climber_factory=make_climber_factory(config),
+        uploader=Uploader(None, Spool(config.spool_dir)),
+        clock=lambda: target.now,
+    )
+    loop.start()
+    for _ in range(samples):
+        loop.iterate()
+        if loop.phase is Phase.HOLDING:
+            break
+    return loop
+
+
+@pytest.mark.parametrize("kind", ["cpu", "io", "lock"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_agent_reaches_the_peak_of_a_simulated_server(tmp_path: Path, kind: str, seed: int) -> None:
+    workload = random_workload(np.random.default_rng(seed), kind=kind, cores=8)
+    target = SimulatedTarget(SimServer(workload, seed=seed))
+    loop = run_agent(tmp_path, target, samples=150)
+    assert loop.phase is Phase.HOLDING
+    held = target.server.expected_throughput(target.knobs)
+    assert held >= 0.93 * target.server.peak()
+    (item,) = loop.uploader.spool.pending()
+    report = item.report
+    assert report.optimal_tuple.values == target.current_tuple([SIZE])
+    assert report.profile.cpu_ms_per_request is not None
+    assert report.profile.latency_ms is not None
+    loop.shutdown()
+    assert target.knobs[SIZE] == 8  # the default (= cores) is back
+
+
+def test_io_bound_simulated_workload_starts_above_the_cores(tmp_path: Path) -> None:
+    """The local heuristic (cores × (1 + W/S)) sends an IO-bound start far above 8."""
+    workload = random_workload(np.random.default_rng(0), kind="io", cores=8)
+    target = SimulatedTarget(SimServer(workload, seed=0))
+    loop = run_agent(tmp_path, target, samples=8)
+    assert loop.climb is not None
+    assert loop.climb.start_tuple[SIZE] > 8
