@@ -486,10 +486,15 @@ class AgentLoop:
             return
         if not self.original.exists():
             self.original.save(self.target.engine, self.applied)
+        started = time.monotonic()
         read_back = self.target.apply(changes)
         self.applied.update(read_back)
         self.counters.knob_changes += 1
-        logger.info("applied %s", changes)
+        took = time.monotonic() - started
+        if took > self.config.agent.sample_period_s:
+            logger.warning("applied %s, which took %.1fs", changes, took)
+        else:
+            logger.info("applied %s", changes)
 
     def _choose_metric(self, profile: WorkloadProfile) -> ThroughputMetric:
         """The configured metric, except that a workload without transactions (autocommit
