@@ -142,8 +142,19 @@ def cmd_run(config_path: Path, config: AgentConfig, args: argparse.Namespace) ->
         climber_factory=make_climber_factory(config),
         uploader=uploader,
         stop=stop,
-        config_loader=lambda: load_config(config_path),
     )
+
+    def reload_config() -> AgentConfig:
+        """SIGHUP: the new file, and a service client for its [service] and token (so
+        `enroll` followed by a reload starts the uploads)."""
+        new_config = load_config(config_path)
+        previous = uploader.service
+        uploader.service = make_service(new_config, stop)
+        if previous is not None:
+            previous.client.close()
+        return new_config
+
+    loop.config_loader = reload_config
 
     def on_stop(signum: int, _frame: FrameType | None) -> None:
         logger.info(

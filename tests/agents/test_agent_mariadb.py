@@ -245,3 +245,35 @@ def test_restore_command_puts_back_the_saved_tuple(
     assert restored.returncode == 0, restored.stderr
     assert mariadb_server.variable(SIZE) == 7
     assert not _state_file(config).exists()
+
+
+def test_sighup_reloads_the_config_and_a_broken_file_is_survived(
+    loaded_server: MariaDBServer, tmp_path: Path
+) -> None:
+    loaded_server.sql(f"SET GLOBAL {SIZE} = 2")
+    config = write_config(tmp_path, loaded_server, bounds={SIZE: (1, 12)}, climb_max_s=60)
+    agent = AgentProcess(config, agent_env(loaded_server), tmp_path / "agent.log")
+    try:
+        agent.wait_for(
+            lambda: (agent.status() or {}).get("phase") in ("climbing", "holding"),
+            timeout=20,
+            what="a climb",
+        )
+        config.write_text(config.read_text().replace("[1, 12]", "[5, 6]"))
+        agent.process.send_signal(signal.SIGHUP)
+        agent.wait_for_log("configuration reloaded", timeout=10)
+        agent.wait_for(
+            lambda: 5 <= loaded_server.variable(SIZE) <= 6, timeout=10, what="the new bounds"
+        )
+        log_before = len(agent.log())
+        config.write_text("[agent\nbroken")
+        agent.process.send_signal(signal.SIGHUP)
+        agent.wait_for_log("configuration not reloaded", timeout=10)
+        time.sleep(1.0)
+        assert agent.process.poll() is None
+        later = _applied_values(agent.log()[log_before:])
+        assert all(5 <= value <= 6 for value in later), later
+    finally:
+        code = agent.terminate()
+    assert code == 0
+    assert loaded_server.variable(SIZE) == 2
