@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.cli import make_climber_factory
+from agents.collectors import process_cpu_seconds
 from agents.config import parse_config
 from agents.loop import AgentLoop
 from agents.profile import ProfileError, interval
@@ -75,15 +76,36 @@ class Observer:
         self.target = MariaDBTarget(settings, tuned_knobs=[SIZE])
         self.target.connect()
         self.target.check(read_only=True)
+        self.load_pids: list[int] = []
+        #: CPU cores used by other processes than the server and sysbench, per sample:
+        #: the machine is shared, and samples taken while something else is busy lie.
+        self.foreign_cores: list[float] = []
         self._last = self.target.read_counters()
+        self._last_cpu = self._cpu_split()
+
+    def _cpu_split(self) -> tuple[float, float]:
+        """(all busy CPU seconds of the machine, CPU seconds of the load generators)."""
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+        ticks = os.sysconf("SC_CLK_TCK")
+        busy = (user + nice + system + irq + softirq + steal) / ticks
+        own = sum(process_cpu_seconds(pid) or 0.0 for pid in self.load_pids)
+        return busy, own
 
     def sample(self) -> float:
         current = self.target.read_counters()
         previous, self._last = self._last, current
+        cpu = self._cpu_split()
+        (busy_before, own_before), self._last_cpu = self._last_cpu, cpu
         try:
             rates = interval(previous, current)
         except ProfileError:
             return 0.0
+        server_cpu = 0.0
+        if current.cpu_seconds is not None and previous.cpu_seconds is not None:
+            server_cpu = current.cpu_seconds - previous.cpu_seconds
+        foreign = (cpu[0] - busy_before) - (cpu[1] - own_before) - server_cpu
+        self.foreign_cores.append(max(0.0, foreign) / rates.duration_s)
         return rates.qps if self.metric == "queries" else rates.tps
 
     def size(self) -> int:
@@ -187,13 +209,14 @@ def run_case(
     load = SysbenchLoad(server, tables=4, table_size=20_000)
     try:
         load.prepare(test)
-        load.start(
+        sysbench_process = load.start(
             test,
             threads=clients,
             time_s=int(sweep_seconds * len(sizes) * passes + agent_seconds + 120),
         )
         metric = "queries" if workload == "point_select" else "transactions"
         observer = Observer(server, metric=metric)
+        observer.load_pids = [sysbench_process.pid]
         time.sleep(5)  # warm-up
         oracle = sweep(observer, server, sizes, sweep_seconds, passes)
         default_size = os.cpu_count() or 1
@@ -204,12 +227,18 @@ def run_case(
             default_tps = statistics.fmean(observer.hold(10.0)[1:])
         server.sql(f"SET GLOBAL {SIZE} = {default_size}")
         sweep_text = ", ".join(f"{size}: {tps:.0f}" for size, tps in oracle.items())
-        print(f"# {workload} x{clients}: sweep {{{sweep_text}}}, load {os.getloadavg()[0]:.1f}")
+        foreign = statistics.fmean(observer.foreign_cores or [0.0])
+        print(
+            f"# {workload} x{clients}: sweep {{{sweep_text}}}, "
+            f"other processes used {foreign:.2f} cores on average"
+        )
+        observer.foreign_cores.clear()
         series, changes = run_agent(server, observer, agent_seconds, work_dir / workload)
         print(
             f"# {workload} x{clients}: agent series "
             + " ".join(f"{v:.0f}" for v in series)
-            + f", load {os.getloadavg()[0]:.1f}",
+            + f"; other processes used {statistics.fmean(observer.foreign_cores or [0.0]):.2f}"
+            " cores on average",
             flush=True,
         )
         final_size = observer.size()
