@@ -44,15 +44,19 @@ class KnobModel:
     constant: float | None = None
     #: The boosters predict the residual over :func:`trainer.features.size_offset`.
     offset: bool = False
+    #: Constant the point booster's scores start from (custom objectives do not learn it).
+    init: float = 0.0
+    #: log2 widening of the quantile range from conformal calibration (negative narrows it).
+    widen: float = 0.0
 
     def predict(self, matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
         base = size_offset(matrix) if self.offset else np.zeros(matrix.shape[0])
         if self.median is None or self.low is None or self.high is None:
             value = base + (self.constant if self.constant is not None else 0.0)
             return value, value, value
-        median = base + np.asarray(self.median.predict(matrix), dtype=np.float64)
-        low = base + np.asarray(self.low.predict(matrix), dtype=np.float64)
-        high = base + np.asarray(self.high.predict(matrix), dtype=np.float64)
+        median = base + self.init + np.asarray(self.median.predict(matrix), dtype=np.float64)
+        low = base - self.widen + np.asarray(self.low.predict(matrix), dtype=np.float64)
+        high = base + self.widen + np.asarray(self.high.predict(matrix), dtype=np.float64)
         # Quantile models are trained apart and may cross; the range must hold the median.
         return median, np.minimum(low, median), np.maximum(high, median)
 
@@ -117,6 +121,8 @@ class TupleModel:
                     "high": booster(m.high),
                     "constant": m.constant,
                     "offset": m.offset,
+                    "init": m.init,
+                    "widen": m.widen,
                 }
                 for name, m in self.knob_models.items()
             },
@@ -152,6 +158,8 @@ class TupleModel:
                     high=booster(spec["high"]),
                     constant=spec.get("constant"),
                     offset=bool(spec.get("offset", False)),
+                    init=float(spec.get("init", 0.0)),
+                    widen=float(spec.get("widen", 0.0)),
                 )
                 for name, spec in document["knobs"].items()
             }

@@ -281,7 +281,13 @@ def promote_command(
             logging.getLogger(__name__).warning(
                 "forced promotion of version %s: %s", version_id, text
             )
-        registry.promote_version(session, version_id, reason=text, forced=True)
+        registry.promote_version(
+            session,
+            version_id,
+            reason=text,
+            forced=force,
+            evaluated_by_caller=decision is not None,
+        )
         console.print(
             f"promoted {engine.value} {candidate_row.name} version {candidate_row.version}"
         )

@@ -54,6 +54,7 @@ DERIVED: tuple[str, ...] = (
     "connections_per_core",
     "active_per_core",
     "queries_per_txn",
+    "interactive_concurrency",
 )
 
 FEATURES: tuple[str, ...] = (
@@ -73,6 +74,18 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator
 
 
+def _interactive_concurrency(row: Mapping[str, float]) -> float:
+    cpu_ms, wait_ms, think_ms = (
+        row["cpu_ms_per_request"],
+        row["wait_ms_per_request"],
+        row["think_ms"],
+    )
+    request_ms = cpu_ms + wait_ms if not math.isnan(cpu_ms + wait_ms) else row["latency_ms"]
+    if math.isnan(request_ms) or math.isnan(think_ms) or request_ms + think_ms <= 0:
+        return float("nan")
+    return row["connections"] * request_ms / (request_ms + think_ms)
+
+
 def feature_row(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
     """One workload's features as a flat mapping name → float (NaN where unknown)."""
     row = {name: _nan(getattr(profile, name)) for name in RAW_FIELDS}
@@ -90,6 +103,7 @@ def feature_row(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
         connections_per_core=row["connections"] / cores,
         active_per_core=row["active_connections"] / cores,
         queries_per_txn=_ratio(row["qps"], row["tps"]),
+        interactive_concurrency=_interactive_concurrency(row),
     )
     for name in RAW_FIELDS + DERIVED:
         if name == "read_fraction":
@@ -120,16 +134,20 @@ def feature_frame(rows: Iterable[tuple[HostFacts, WorkloadProfile]]) -> pd.DataF
 
 _HEURISTIC = FEATURES.index("heuristic_size")
 _CORES = FEATURES.index("cpu_count")
+_INTERACTIVE = FEATURES.index("interactive_concurrency")
 
 
 def size_offset(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    """log2 of the rule-of-thumb size cores·(1 + W/S) (cores where W/S is unknown).
+    """log2 of what theory says the size should be: cores·(1 + W/S) (cores where W/S is
+    unknown), capped by the interactive concurrency where think time is known.
 
     Size models learn the residual over this: trees approximate the identity only in steps,
     so learning corrections to the theory needs far fewer examples than learning it anew.
     """
     heuristic = matrix[:, _HEURISTIC]
     base = np.where(np.isfinite(heuristic), heuristic, matrix[:, _CORES])
+    interactive = matrix[:, _INTERACTIVE]
+    base = np.where(np.isfinite(interactive), np.minimum(base, np.maximum(interactive, 1.0)), base)
     return np.asarray(np.log2(np.clip(base, 1.0, None)), dtype=np.float64)
 
 

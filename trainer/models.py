@@ -83,25 +83,100 @@ def data_fingerprint(examples: Sequence[Example]) -> str:
     return digest.hexdigest()[:12]
 
 
-#: What the point prediction estimates. Regret is asymmetric — one size too few on a rising
-#: flank costs more than one too many on a plateau — so an upper quantile of the optimum can
-#: give less regret than its mean; the search picks whichever scores best.
-POINT_OBJECTIVES = ("l2", "q50", "q60", "q70")
+#: log2 pool sizes on which each training curve's regret is tabulated (sizes 1 to 128).
+LOG2_GRID = np.linspace(0.0, 7.0, 141)
+_GRID_STEP = float(LOG2_GRID[1] - LOG2_GRID[0])
+
+#: What the point prediction estimates. ``regret`` minimises the metric that matters directly
+#: (see :class:`RegretObjective`); the others estimate the economical optimum's mean or an
+#: upper quantile of it (regret is asymmetric: one size too few on a rising flank costs more
+#: than one too many on a plateau). The search picks whichever scores best on validation.
+POINT_OBJECTIVES = ("regret", "l2", "q70")
+
+
+class RegretTable:
+    """Each example's regret at every size of :data:`LOG2_GRID` (sizes above the connection
+    count read as the connection count, as predictions are clipped there)."""
+
+    def __init__(self, examples: Sequence[Example]) -> None:
+        self.values = np.zeros((len(examples), LOG2_GRID.size))
+        self.has_curve = np.zeros(len(examples), dtype=bool)
+        sizes = np.exp2(LOG2_GRID)
+        for i, example in enumerate(examples):
+            if example.curve is None or example.curve.peak <= 0:
+                continue
+            cap = example.profile.connections if example.profile.connections > 0 else sizes[-1]
+            reached = example.curve.at(np.minimum(sizes, max(cap, 1)))
+            self.values[i] = 1.0 - reached / example.curve.peak
+            self.has_curve[i] = True
+
+    def _locate(
+        self, log2_sizes: NDArray[np.float64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        z = np.clip(log2_sizes, LOG2_GRID[0], LOG2_GRID[-1])
+        index = np.clip(((z - LOG2_GRID[0]) / _GRID_STEP).astype(np.int64), 0, LOG2_GRID.size - 2)
+        return index, (z - LOG2_GRID[index]) / _GRID_STEP
+
+    def regret(self, log2_sizes: NDArray[np.float64]) -> NDArray[np.float64]:
+        index, frac = self._locate(log2_sizes)
+        rows = np.arange(index.size)
+        low, high = self.values[rows, index], self.values[rows, index + 1]
+        return np.asarray(low + frac * (high - low), dtype=np.float64)
+
+    def slope(self, log2_sizes: NDArray[np.float64]) -> NDArray[np.float64]:
+        index, _ = self._locate(log2_sizes)
+        rows = np.arange(index.size)
+        return np.asarray(
+            (self.values[rows, index + 1] - self.values[rows, index]) / _GRID_STEP,
+            dtype=np.float64,
+        )
+
+
+class RegretObjective:
+    """LightGBM objective: regret at the predicted size, plus a small pull towards the
+    economical optimum (which breaks the tie on a plateau, where every size past the knee has
+    the same regret, in favour of fewer threads). Examples without a curve get plain L2.
+
+    Scores are residuals over :func:`trainer.features.size_offset`; regret is not convex, so
+    the Hessian is a constant (a damped gradient step)."""
+
+    def __init__(
+        self,
+        table: RegretTable,
+        *,
+        offset: NDArray[np.float64],
+        economical: NDArray[np.float64],
+        pull: float,
+        damping: float,
+    ) -> None:
+        self.table = table
+        self.offset = offset
+        self.economical = economical
+        self.weight = np.where(table.has_curve, pull, 1.0)
+        self.hessian = np.where(table.has_curve, damping, 0.0) + 2.0 * self.weight
+
+    def __call__(
+        self, preds: NDArray[np.float64], _data: lgb.Dataset
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        slope = np.where(self.table.has_curve, self.table.slope(self.offset + preds), 0.0)
+        gradient = slope + 2.0 * self.weight * (preds - self.economical)
+        return gradient, self.hessian
 
 
 def point_objective(choice: str) -> dict[str, Any]:
-    if choice == "l2":
-        return {"objective": "regression", "metric": "l2"}
+    if choice in ("l2", "regret"):
+        # "regret" replaces the objective with a RegretObjective built from the data.
+        return {"objective": "regression"}
     if choice.startswith("q") and choice[1:].isdigit():
-        # The pruner compares validation L2 across trials whatever the objective.
-        return {"objective": "quantile", "alpha": int(choice[1:]) / 100, "metric": "l2"}
+        return {"objective": "quantile", "alpha": int(choice[1:]) / 100}
     raise ValueError(f"unknown point objective {choice!r}; choose from {POINT_OBJECTIVES}")
 
 
 def _base_params(seed: int) -> dict[str, Any]:
     return {
         "objective": "regression",
-        "metric": "l2",
+        # Early stopping and pruning watch the validation regret (feval), not a built-in metric.
+        "metric": "None",
         "verbosity": -1,
         "seed": seed,
         "deterministic": True,
@@ -110,8 +185,21 @@ def _base_params(seed: int) -> dict[str, Any]:
     }
 
 
-class _PruneOnL2:
-    """Report the validation L2 to Optuna every few rounds and stop a trial it prunes."""
+def regret_eval(
+    table: RegretTable, offset: NDArray[np.float64], economical: NDArray[np.float64]
+) -> Callable[[NDArray[np.float64], lgb.Dataset], tuple[str, float, bool]]:
+    """A LightGBM feval: mean regret of the scores (L2 to the optimum where no curve)."""
+
+    def evaluate(preds: NDArray[np.float64], _data: lgb.Dataset) -> tuple[str, float, bool]:
+        regret = table.regret(offset + preds)
+        l2 = (preds - economical) ** 2
+        return "regret", float(np.mean(np.where(table.has_curve, regret, l2))), False
+
+    return evaluate
+
+
+class _Prune:
+    """Report the validation regret to Optuna every few rounds; stop a trial it prunes."""
 
     def __init__(self, trial: optuna.Trial, every: int = 10) -> None:
         self.trial = trial
@@ -123,7 +211,69 @@ class _PruneOnL2:
         _, _, value, _ = env.evaluation_result_list[0][:4]
         self.trial.report(float(value), step=env.iteration)
         if self.trial.should_prune():
-            raise optuna.TrialPruned(f"pruned at round {env.iteration} (l2 {value:.4f})")
+            raise optuna.TrialPruned(f"pruned at round {env.iteration} (regret {value:.4f})")
+
+
+@dataclass
+class PointFit:
+    """A trained point model: booster plus the constant its scores start from."""
+
+    booster: lgb.Booster
+    init: float
+    best_iteration: int
+
+
+def fit_point_model(
+    params: dict[str, Any],
+    *,
+    choice: str,
+    pull: float,
+    damping: float,
+    rounds: int,
+    fit: tuple[NDArray[np.float64], Sequence[Example]],
+    valid: tuple[NDArray[np.float64], Sequence[Example]] | None = None,
+    callbacks: Sequence[Callable[[lgb.callback.CallbackEnv], None]] = (),
+    early_stopping_rounds: int | None = None,
+) -> PointFit:
+    """Fit the size model's point booster with the chosen objective."""
+    matrix, examples = fit
+    offset = size_offset(matrix)
+    economical = size_residuals(examples, matrix)
+    init = float(np.median(economical))
+    train_params = params | point_objective(choice)
+    if choice == "regret":
+        train_params["objective"] = RegretObjective(
+            RegretTable(examples), offset=offset, economical=economical, pull=pull, damping=damping
+        )
+    train_set = lgb.Dataset(matrix, economical, init_score=np.full(len(examples), init))
+    valid_sets: list[lgb.Dataset] = []
+    feval = None
+    all_callbacks = list(callbacks)
+    if valid is not None:
+        valid_matrix, valid_examples = valid
+        valid_offset = size_offset(valid_matrix)
+        valid_economical = size_residuals(valid_examples, valid_matrix)
+        valid_sets.append(
+            lgb.Dataset(
+                valid_matrix,
+                valid_economical,
+                init_score=np.full(len(valid_examples), init),
+                reference=train_set,
+            )
+        )
+        feval = regret_eval(RegretTable(valid_examples), valid_offset, valid_economical)
+        if early_stopping_rounds:
+            all_callbacks.insert(0, lgb.early_stopping(early_stopping_rounds, verbose=False))
+    booster = lgb.train(
+        train_params,
+        train_set,
+        num_boost_round=rounds,
+        valid_sets=valid_sets,
+        feval=feval,
+        callbacks=all_callbacks,
+    )
+    best = int(booster.best_iteration or booster.current_iteration())
+    return PointFit(booster=booster, init=init, best_iteration=best)
 
 
 class LightGBMObjective:
@@ -136,50 +286,49 @@ class LightGBMObjective:
         valid_examples: Sequence[Example],
         config: SearchConfig,
     ) -> None:
+        self.fit_examples = list(fit_examples)
         self.fit_matrix = matrix_of(fit_examples)
-        self.fit_target = size_residuals(fit_examples, self.fit_matrix)
         self.valid_examples = list(valid_examples)
         self.valid_matrix = matrix_of(valid_examples)
-        self.valid_offset = size_offset(self.valid_matrix)
-        self.valid_target = size_residuals(valid_examples, self.valid_matrix)
         self.config = config
         self.scored = [i for i, e in enumerate(valid_examples) if e.curve is not None]
 
     def __call__(self, trial: optuna.Trial) -> float:
-        params = (
-            _base_params(self.config.seed)
-            | {
-                "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
-                "num_leaves": trial.suggest_int("num_leaves", 7, 127, log=True),
-                "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 5, 200, log=True),
-                "feature_fraction": trial.suggest_float("feature_fraction", 0.4, 1.0),
-                "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
-                "bagging_freq": 1,
-                "lambda_l2": trial.suggest_float("lambda_l2", 1e-3, 10.0, log=True),
-            }
-            | point_objective(trial.suggest_categorical("point_objective", POINT_OBJECTIVES))
-        )
-        train_set = lgb.Dataset(self.fit_matrix, self.fit_target, free_raw_data=False)
-        valid_set = lgb.Dataset(self.valid_matrix, self.valid_target, reference=train_set)
-        booster = lgb.train(
+        params = _base_params(self.config.seed) | {
+            "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
+            "num_leaves": trial.suggest_int("num_leaves", 7, 127, log=True),
+            "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 5, 200, log=True),
+            "feature_fraction": trial.suggest_float("feature_fraction", 0.4, 1.0),
+            "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
+            "bagging_freq": 1,
+            "lambda_l2": trial.suggest_float("lambda_l2", 1e-3, 10.0, log=True),
+        }
+        choice = str(trial.suggest_categorical("point_objective", POINT_OBJECTIVES))
+        pull = trial.suggest_float("economy_pull", 1e-3, 5e-2, log=True)
+        damping = trial.suggest_float("damping", 0.05, 1.0, log=True)
+        point = fit_point_model(
             params,
-            train_set,
-            num_boost_round=self.config.max_boost_rounds,
-            valid_sets=[valid_set],
-            callbacks=[
-                lgb.early_stopping(self.config.early_stopping_rounds, verbose=False),
-                _PruneOnL2(trial),
-            ],
+            choice=choice,
+            pull=pull,
+            damping=damping,
+            rounds=self.config.max_boost_rounds,
+            fit=(self.fit_matrix, self.fit_examples),
+            valid=(self.valid_matrix, self.valid_examples),
+            callbacks=[_Prune(trial)],
+            early_stopping_rounds=self.config.early_stopping_rounds,
         )
-        trial.set_user_attr(
-            "best_iteration", int(booster.best_iteration or booster.current_iteration())
-        )
-        predicted = np.asarray(
-            booster.predict(self.valid_matrix, num_iteration=booster.best_iteration)
+        trial.set_user_attr("best_iteration", point.best_iteration)
+        predicted = (
+            size_offset(self.valid_matrix)
+            + point.init
+            + np.asarray(
+                point.booster.predict(self.valid_matrix, num_iteration=point.best_iteration)
+            )
         )
         if not self.scored:
             # No curves to score against: the log-size error is the honest fallback.
-            return float(np.mean(np.abs(predicted - self.valid_offset - self.valid_target)))
+            best = np.array([size_target(e.optimal_size) for e in self.valid_examples])
+            return float(np.mean(np.abs(predicted - best)))
         valid = [self.valid_examples[i] for i in self.scored]
         sizes = clip_sizes(valid, predicted[self.scored])
         return float(np.mean(regrets([e.curve for e in valid if e.curve is not None], list(sizes))))
@@ -192,24 +341,6 @@ class SearchResult:
     best_value: float
     trials: int
     study_name: str
-
-
-def _fit_knob(
-    matrix: NDArray[np.float64],
-    target: NDArray[np.float64],
-    params: dict[str, Any],
-    rounds: int,
-    quantiles: tuple[float, float],
-    *,
-    offset: bool,
-) -> KnobModel:
-    if np.ptp(target) == 0:
-        return KnobModel(median=None, low=None, high=None, constant=float(target[0]), offset=offset)
-    data = lgb.Dataset(matrix, target)
-    median = lgb.train(params, data, num_boost_round=rounds)
-    quantile = params | {"metric": "quantile", "objective": "quantile"}
-    bounds = [lgb.train(quantile | {"alpha": q}, data, num_boost_round=rounds) for q in quantiles]
-    return KnobModel(median=median, low=bounds[0], high=bounds[1], offset=offset)
 
 
 def search_lightgbm(
@@ -248,12 +379,33 @@ def search_lightgbm(
     if not complete:
         raise RuntimeError(f"no trial of study {study_name!r} completed")
     best = study.best_trial
-    searched = {k: v for k, v in best.params.items() if k != "point_objective"}
+    searched = {
+        k: v
+        for k, v in best.params.items()
+        if k not in {"point_objective", "economy_pull", "damping"}
+    }
     params = _base_params(config.seed) | searched | {"bagging_freq": 1}
-    params |= point_objective(str(best.params.get("point_objective", "l2")))
     rounds = max(10, int(best.user_attrs.get("best_iteration", 100)))
+    point: dict[str, Any] = {
+        "point": str(best.params.get("point_objective", "l2")),
+        "pull": float(best.params.get("economy_pull", 0.005)),
+        "damping": float(best.params.get("damping", 0.3)),
+    }
     model = fit_tuple_model(
-        engine, examples, params=params, rounds=rounds, quantiles=config.quantiles
+        engine,
+        examples,
+        params=params,
+        rounds=rounds,
+        quantiles=config.quantiles,
+        widen=conformal_widening(
+            fit_examples,
+            valid_examples,
+            params=params,
+            rounds=rounds,
+            quantiles=config.quantiles,
+            **point,
+        ),
+        **point,
     )
     return SearchResult(
         model=model,
@@ -264,6 +416,69 @@ def search_lightgbm(
     )
 
 
+def _fit_quantiles(
+    matrix: NDArray[np.float64],
+    target: NDArray[np.float64],
+    params: dict[str, Any],
+    rounds: int,
+    quantiles: tuple[float, float],
+) -> tuple[lgb.Booster, lgb.Booster]:
+    quantile = params | {"objective": "quantile", "metric": "None"}
+    low, high = (
+        lgb.train(quantile | {"alpha": q}, lgb.Dataset(matrix, target), num_boost_round=rounds)
+        for q in quantiles
+    )
+    return low, high
+
+
+def conformal_widening(
+    fit_examples: Sequence[Example],
+    valid_examples: Sequence[Example],
+    *,
+    params: dict[str, Any],
+    rounds: int,
+    quantiles: tuple[float, float],
+    point: str = "l2",
+    pull: float = 0.005,
+    damping: float = 0.3,
+) -> float:
+    """How much (log2) to widen the size range so it covers the nominal share of optima.
+
+    Quantile boosters are often too wide or too narrow; as in conformalised quantile
+    regression (Romano et al., 2019), held-out data fixes that: boosters fitted on one part of
+    the training data predict ranges for the other, and the range is widened (or narrowed,
+    when negative) by the smallest amount at which the nominal share of held-out optima falls
+    inside it.
+    """
+    fit_matrix, valid_matrix = matrix_of(fit_examples), matrix_of(valid_examples)
+    low, high = _fit_quantiles(
+        fit_matrix, size_residuals(fit_examples, fit_matrix), params, rounds, quantiles
+    )
+    fitted = fit_point_model(
+        params,
+        choice=point,
+        pull=pull,
+        damping=damping,
+        rounds=rounds,
+        fit=(fit_matrix, fit_examples),
+    )
+    offset = size_offset(valid_matrix)
+    point_log2 = offset + fitted.init + np.asarray(fitted.booster.predict(valid_matrix))
+    # The served range always holds the served value (as TupleModel does).
+    low_log2 = np.minimum(offset + np.asarray(low.predict(valid_matrix)), point_log2)
+    high_log2 = np.maximum(offset + np.asarray(high.predict(valid_matrix)), point_log2)
+    best = np.array([e.optimal_size for e in valid_examples], dtype=np.float64)
+    nominal = quantiles[1] - quantiles[0]
+    # Coverage is judged on the served ranges (rounded to whole sizes, clipped), so the
+    # widening is chosen on those too: the smallest one reaching the nominal share.
+    for widen in np.arange(-1.0, 2.0001, 0.01):
+        low_sizes = clip_sizes(valid_examples, low_log2 - widen)
+        high_sizes = clip_sizes(valid_examples, high_log2 + widen)
+        if np.mean((best >= low_sizes) & (best <= high_sizes)) >= nominal:
+            return float(round(widen, 2))
+    return 2.0
+
+
 def fit_tuple_model(
     engine: Engine,
     examples: Sequence[Example],
@@ -271,21 +486,57 @@ def fit_tuple_model(
     params: dict[str, Any],
     rounds: int,
     quantiles: tuple[float, float],
+    point: str = "l2",
+    pull: float = 0.005,
+    damping: float = 0.3,
+    widen: float = 0.0,
 ) -> TupleModel:
-    """Fit median + quantile boosters for every tuned knob the examples carry."""
-    matrix = matrix_of(examples)
+    """Fit the point and quantile boosters for every tuned knob the examples carry.
+
+    The pool size uses ``point`` (possibly the regret objective) on residuals over
+    :func:`trainer.features.size_offset`; the other knobs learn log2 of their best value.
+    """
     size_name = knobs.POOL_SIZE_KNOB[engine]
     knob_models = {}
     for knob in knobs.tuned_knobs(engine):
-        having = [i for i, e in enumerate(examples) if knob.name in e.optimal_tuple]
+        having = [e for e in examples if knob.name in e.optimal_tuple]
         if not having:
             continue
-        target = np.array([size_target(examples[i].optimal_tuple[knob.name]) for i in having])
-        offset = knob.name == size_name
-        if offset:
-            target = target - size_offset(matrix[having])
-        knob_models[knob.name] = _fit_knob(
-            matrix[having], target, params, rounds, quantiles, offset=offset
+        matrix = matrix_of(having)
+        if knob.name == size_name:
+            target = size_residuals(having, matrix)
+        else:
+            target = np.array([size_target(e.optimal_tuple[knob.name]) for e in having])
+        if np.ptp(target) == 0:
+            knob_models[knob.name] = KnobModel(
+                median=None,
+                low=None,
+                high=None,
+                constant=float(target[0]),
+                offset=knob.name == size_name,
+            )
+            continue
+        if knob.name == size_name:
+            fitted = fit_point_model(
+                params,
+                choice=point,
+                pull=pull,
+                damping=damping,
+                rounds=rounds,
+                fit=(matrix, having),
+            )
+            median, init = fitted.booster, fitted.init
+        else:
+            median = lgb.train(params, lgb.Dataset(matrix, target), num_boost_round=rounds)
+            init = 0.0
+        low, high = _fit_quantiles(matrix, target, params, rounds, quantiles)
+        knob_models[knob.name] = KnobModel(
+            median=median,
+            low=low,
+            high=high,
+            offset=knob.name == size_name,
+            init=init,
+            widen=widen if knob.name == size_name else 0.0,
         )
     return TupleModel(engine=engine, knob_models=knob_models, quantiles=quantiles)
 

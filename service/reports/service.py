@@ -31,9 +31,11 @@ def payload_sha256(report: ClimbReport) -> str:
 
 
 def ingest_report(
-    session: Session, report: ClimbReport, *, agent_id: int, agent_host_id: int
+    session: Session, report: ClimbReport, *, agent_id: int | None, agent_host_id: int
 ) -> IngestResult:
     """Store ``report`` once. A retry (same key, same payload) returns the stored row.
+
+    ``agent_id`` is None for reports that did not come from an agent (dataset imports).
 
     The unique key plus ``INSERT ... ON CONFLICT DO NOTHING`` makes concurrent duplicates
     safe: exactly one insert wins, the others read the winner's row.
@@ -74,7 +76,9 @@ def ingest_report(
     return IngestResult(existing, created=False)
 
 
-def _row_values(report: ClimbReport, *, digest: str, host_id: int, agent_id: int) -> dict[str, Any]:
+def _row_values(
+    report: ClimbReport, *, digest: str, host_id: int, agent_id: int | None
+) -> dict[str, Any]:
     return {
         "idempotency_key": report.idempotency_key,
         "payload_sha256": digest,
