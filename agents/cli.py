@@ -72,6 +72,16 @@ def _fail(code: int, message: str) -> int:
 def make_target(config: AgentConfig) -> Target:
     from agents.knobs import Engine
 
+    simulated = config.target.simulated
+    if simulated is not None:
+        from agents.targets.simulated import SimulatedTarget
+
+        try:
+            return SimulatedTarget.from_settings(
+                engine=config.target.engine, **simulated.model_dump()
+            )
+        except ValueError as exc:
+            raise ConfigError(f"[target.simulated]: {exc}") from exc
     if config.target.engine in (Engine.MARIADB, Engine.PERCONA):
         from agents.targets.mariadb import MariaDBTarget
 

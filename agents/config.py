@@ -55,8 +55,27 @@ class AgentSection(_Section):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+class SimulatedTargetSection(_Section):
+    """``[target.simulated]``: tune a simulated server (agents/sim) instead of a database."""
+
+    #: Seeds the workload drawn and the server's noise.
+    seed: int = 0
+    #: Workload family: "cpu", "io", "lock" or "light"; random when unset.
+    workload: Literal["cpu", "io", "lock", "light"] | None = None
+    cores: int | None = Field(default=None, ge=1, le=4096)
+    connections: int | None = Field(default=None, ge=0, le=100_000)
+    #: Overrides of agents.sim.SimWorkload fields (cpu_ms, io_ms, think_ms, ...).
+    params: dict[str, float] = Field(default_factory=dict)
+    #: Coefficient of variation of the 2-second throughput samples (default 5%).
+    noise_cv: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: Hostname in the host facts; default "simulated-<seed>".
+    hostname: str = ""
+
+
 class TargetSection(_Section):
     engine: Engine = Engine.MARIADB
+    #: When present, the agent tunes a simulated server and the fields below are unused.
+    simulated: SimulatedTargetSection | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=3306, ge=1, le=65535)
     #: Unix socket path; when set, ``host``/``port`` are only used for ``extra_port``.
