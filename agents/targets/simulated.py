@@ -1,40 +1,83 @@
 """A target backed by the queueing simulator (:mod:`agents.sim`): the agent end to end
-without a database, for tests, demos and benchmarks.
+without a database, for tests, demos, benchmarks and ``pooltune-agent run`` with a
+``[target.simulated]`` table.
 
 Every :meth:`SimulatedTarget.read_counters` is the next 2-second sample of the simulated
-server at the tuple in force; the snapshot carries the same counters the MariaDB target
-reads (``Questions``, ``Com_commit``, the pool's connections, the latency histogram
-totals and the server's CPU seconds), so the profile and the loop cannot tell the
-difference. Time is simulated: :attr:`SimulatedTarget.now` is the clock to give the loop.
+server at the tuple in force (the simulator blends the old and the new tuple in the
+first sample after a change, as MariaDB moves connections at their next I/O). Time is
+simulated: :attr:`SimulatedTarget.now` advances by 2 s per read and is the clock to give
+the loop, so a fleet of agents runs thousands of samples per second without sleeping.
+
+The snapshot carries the counters the MariaDB target reads, so :mod:`agents.profile`
+cannot tell the difference. A simulated request is one transaction of ``rounds``
+statements (``Com_commit`` + 1, ``Questions`` + rounds); like ``query_response_time``
+and the server's CPU time on a real host, latency and CPU come per *statement*:
+
+==========================  ====================================================
+profile field               agent's profile vs :meth:`SimServer.measured_profile`
+==========================  ====================================================
+qps, tps, connections,      the same (no measurement noise here; the sample
+active_connections,         noise is the simulator's)
+read_fraction,
+lock_waits_per_s
+latency_ms, cpu_ms, think   per statement: measured_profile's per-transaction
+                            figure / rounds
+wait_ms_per_request         latency − CPU per statement, so it includes the time
+                            queued in the pool (as on a real server), where
+                            measured_profile has the bare IO + lock wait
+rounds_per_request          unknown (no THREAD_POOL_WAITS counters)
+==========================  ====================================================
+
+Ratios (W/S, Little's-law concurrency, CPU utilisation) agree between the two where the
+pool does not queue.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 from agents import knobs as knob_catalog
 from agents.knobs import Engine
-from agents.sim import SAMPLE_SECONDS, SimServer, SimWorkload
+from agents.sim import SAMPLE_SECONDS, NoiseConfig, SimSample, SimServer, SimWorkload
 from agents.sim.curves import WorkloadCurve
+from agents.sim.workloads import random_workload
 from agents.targets.base import KnobApplyError, Snapshot, TargetInfo
 from agents.wire import HostFacts
+
+SIMULATED_VERSION = "10.11-simulated"
+#: Memory reported in the host facts (the simulator has no notion of it).
+_MEMORY_PER_CORE = 4 * 2**30
 
 
 class SimulatedTarget:
     """A simulated MariaDB with the thread pool; see the module docstring."""
 
-    def __init__(self, server: SimServer, *, engine: Engine = Engine.MARIADB) -> None:
+    def __init__(
+        self,
+        server: SimServer,
+        *,
+        engine: Engine = Engine.MARIADB,
+        hostname: str = "simulated",
+    ) -> None:
         self.server = server
         self.engine = engine
+        self.hostname = hostname
         self.knobs = knob_catalog.default_tuple(engine, server.curve.cores)
         self.now = 0.0
         self.knob_changes = 0
+        #: The last 2-second sample, with the noise-free truth (for scoring).
+        self.last_sample: SimSample | None = None
         self._counters: dict[str, float] = {
             "Questions": 0.0,
             "Com_commit": 0.0,
             "Com_rollback": 0.0,
             "Com_select": 0.0,
             "Com_update": 0.0,
+            "Innodb_row_lock_waits": 0.0,
             "agent_statements": 0.0,
             "agent_selects": 0.0,
         }
@@ -43,8 +86,50 @@ class SimulatedTarget:
         self._cpu_seconds = 0.0
 
     @classmethod
-    def for_workload(cls, workload: SimWorkload, *, seed: int) -> SimulatedTarget:
-        return cls(SimServer(workload, seed=seed))
+    def for_workload(
+        cls,
+        workload: SimWorkload,
+        *,
+        seed: int,
+        noise: NoiseConfig | None = None,
+        hostname: str = "simulated",
+    ) -> SimulatedTarget:
+        return cls(SimServer(workload, seed=seed, noise=noise), hostname=hostname)
+
+    @classmethod
+    def from_settings(
+        cls,
+        *,
+        engine: Engine,
+        seed: int,
+        workload: str | None = None,
+        cores: int | None = None,
+        connections: int | None = None,
+        params: Mapping[str, float] | None = None,
+        noise_cv: float | None = None,
+        hostname: str = "",
+    ) -> SimulatedTarget:
+        """The target a ``[target.simulated]`` table describes: a :func:`random_workload`
+        of family ``workload`` (random when unset) drawn from ``seed``, with any
+        :class:`SimWorkload` field overridden by ``params``."""
+        rng = np.random.default_rng(seed)
+        drawn = random_workload(rng, kind=workload, cores=cores, connections=connections)
+        if params:
+            known = {f.name for f in dataclasses.fields(SimWorkload)} - {"name"}
+            unknown = sorted(set(params) - known)
+            if unknown:
+                raise ValueError(
+                    f"unknown simulated workload parameter(s) {', '.join(unknown)}; "
+                    f"known: {', '.join(sorted(known))}"
+                )
+            overrides: dict[str, Any] = {
+                name: int(value) if name in {"cores", "connections", "max_size"} else value
+                for name, value in params.items()
+            }
+            drawn = dataclasses.replace(drawn, **overrides)
+        noise = NoiseConfig() if noise_cv is None else NoiseConfig(cv=noise_cv)
+        server = SimServer(drawn, seed=int(rng.integers(2**31)), noise=noise)
+        return cls(server, engine=engine, hostname=hostname or f"simulated-{seed}")
 
     def connect(self) -> None:
         pass
@@ -55,34 +140,39 @@ class SimulatedTarget:
     def check(self, *, read_only: bool = False) -> TargetInfo:
         return TargetInfo(
             engine=self.engine,
-            version="10.11-simulated",
+            version=SIMULATED_VERSION,
             thread_handling="pool-of-threads",
             via_extra_port=True,
             latency_available=True,
             server_pid=None,
+            notes=("simulated server: no database is touched",),
         )
 
     def host_facts(self) -> HostFacts:
+        cores = self.server.curve.cores
         return HostFacts(
-            hostname="simulated",
+            hostname=self.hostname,
             engine=self.engine,
-            engine_version="10.11-simulated",
-            cpu_count=self.server.curve.cores,
-            memory_bytes=0,
+            engine_version=SIMULATED_VERSION,
+            cpu_count=cores,
+            memory_bytes=cores * _MEMORY_PER_CORE,
         )
 
     def read_counters(self) -> Snapshot:
         sample = self.server.sample(self.knobs)
+        self.last_sample = sample
         seconds = SAMPLE_SECONDS
         self.now += seconds
         curve = self.server.curve
-        rounds = 1.0
-        write_fraction = 0.0
-        cpu_ms = None
+        rounds, write_fraction, think_s, lock_conflict = 1.0, 0.0, 0.0, 0.0
+        cpu_ms: float | None = None
         if isinstance(curve, WorkloadCurve):
-            rounds = curve.workload.rounds
-            write_fraction = curve.workload.write_fraction
-            cpu_ms = curve.workload.cpu_ms * rounds
+            workload = curve.workload
+            rounds = workload.rounds
+            write_fraction = workload.write_fraction
+            think_s = workload.think_ms / 1000.0
+            lock_conflict = workload.lock_conflict
+            cpu_ms = workload.cpu_ms
         transactions = sample.throughput * seconds
         statements = transactions * rounds
         counters = self._counters
@@ -90,19 +180,32 @@ class SimulatedTarget:
         counters["Questions"] += statements
         counters["Com_select"] += statements * (1.0 - write_fraction)
         counters["Com_update"] += statements * write_fraction
+        counters["Innodb_row_lock_waits"] += statements * lock_conflict
+        # The server-side histogram times statements: a transaction's latency per round.
         self._latency_count += statements
-        self._latency_total_s += statements * sample.latency_ms / 1000.0 / rounds
+        self._latency_total_s += transactions * sample.latency_ms / 1000.0
         if cpu_ms is not None:
-            self._cpu_seconds += transactions * cpu_ms / 1000.0
+            self._cpu_seconds += statements * cpu_ms / 1000.0
+        connections = float(sample.connections)
+        # Clients not thinking are executing or queued in the pool (Little's law).
+        active = min(connections, max(0.0, connections - sample.throughput * think_s))
         return Snapshot(
             taken_at=self.now,
             uptime_s=self.now + 1000.0,
             counters=dict(counters),
-            gauges={"tp_connections": float(sample.connections)},
+            gauges={
+                "tp_connections": connections,
+                "tp_active_threads": active,
+                "tp_queue_length": 0.0,
+            },
             cpu_seconds=self._cpu_seconds if cpu_ms is not None else None,
             latency_count=self._latency_count,
             latency_total_s=self._latency_total_s,
         )
+
+    def expected_throughput(self) -> float:
+        """Noise-free throughput of the tuple in force (scoring only)."""
+        return self.server.expected_throughput(self.knobs)
 
     def current_tuple(self, names: list[str]) -> dict[str, int]:
         return {name: self.knobs[name] for name in names}
