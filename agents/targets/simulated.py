@@ -145,7 +145,6 @@ class SimulatedTarget:
             via_extra_port=True,
             latency_available=True,
             server_pid=None,
-            notes=("simulated server: no database is touched",),
         )
 
     def host_facts(self) -> HostFacts:

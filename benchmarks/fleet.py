@@ -1,0 +1,372 @@
+"""A fleet of simulated database hosts running the real agent against the real service.
+
+Each host is a :class:`~agents.loop.AgentLoop` over a
+:class:`~agents.targets.simulated.SimulatedTarget` with a virtual clock: every
+``iterate()`` reads the next 2-second sample of the simulator, so nothing sleeps and a
+fleet climbs hours of simulated time in seconds. The service is the real one
+(``pooltune-service serve`` under uvicorn on 127.0.0.1) on a fresh PostgreSQL database
+that :class:`LiveService` creates, migrates and drops; hosts enrol over HTTP with a real
+enrolment token made with the admin token, ask for recommendations and upload reports.
+
+Used by ``benchmarks/warm_start.py`` and ``tests/test_loop_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.pool import NullPool
+
+from agents.cli import make_climber_factory
+from agents.config import AgentConfig, parse_config
+from agents.knobs import Engine
+from agents.loop import AgentLoop, Phase
+from agents.sim import NoiseConfig, SimServer, SimWorkload
+from agents.spool import Spool
+from agents.targets.simulated import SimulatedTarget
+from agents.uploader import ServiceClient, Uploader, make_http_client
+from agents.wire import KnobTuple, RecommendationRequest, RecommendationResponse, Source
+from benchmarks.climb import T95_WINDOW, t95
+
+logger = logging.getLogger(__name__)
+
+SIZE = "thread_pool_size"
+PG_URL_ENV = "POOLTUNE_BENCH_PG_URL"
+DEFAULT_PG_URL = os.environ.get(
+    "POOLTUNE_TEST_PG_URL", "postgresql+psycopg://pooltune:pooltune@127.0.0.1:5432/postgres"
+)
+#: The agent's profiling window: 15 two-second samples at the tuple in force.
+PROFILE_WINDOW_S = 30.0
+FINAL_WINDOW = 60
+
+
+def server_url() -> str:
+    return os.environ.get(PG_URL_ENV, DEFAULT_PG_URL)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class LiveService:
+    """A running service: its base URL, database URL and admin token."""
+
+    url: str
+    database_url: str
+    admin_token: str
+
+    def enrollment_token(self, *, uses: int, description: str = "fleet") -> str:
+        response = httpx.post(
+            f"{self.url}/v1/enrollment-tokens",
+            json={"description": description, "max_uses": uses},
+            headers={"Authorization": f"Bearer {self.admin_token}"},
+            timeout=10.0,
+        )
+        response.raise_for_status()
+        return str(response.json()["token"])
+
+
+@contextmanager
+def live_service(*, log_path: Path, startup_timeout_s: float = 60.0) -> Iterator[LiveService]:
+    """Create a database, serve the app on 127.0.0.1 (it migrates at start), then stop the
+    server and drop the database, whatever happened in between."""
+    maintenance = make_url(server_url())
+    name = f"pooltune_fleet_{uuid.uuid4().hex[:10]}"
+    admin_engine = create_engine(maintenance, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with admin_engine.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    database_url = maintenance.set(database=name).render_as_string(hide_password=False)
+    admin_token = secrets.token_urlsafe(24)
+    port = _free_port()
+    env = os.environ | {
+        "POOLTUNE_DATABASE_URL": database_url,
+        "POOLTUNE_ADMIN_TOKEN": admin_token,
+        "POOLTUNE_ENVIRONMENT": "production",
+        "POOLTUNE_LOG_LEVEL": "WARNING",
+        "POOLTUNE_DB_POOL_SIZE": "5",
+    }
+    command = [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1"]
+    command += ["--port", str(port)]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + startup_timeout_s
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(
+                        f"the service exited with {process.returncode}; see {log_path}"
+                    )
+                try:
+                    if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the service did not start in time; see {log_path}")
+                time.sleep(0.2)
+            yield LiveService(url=url, database_url=database_url, admin_token=admin_token)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            with admin_engine.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin_engine.dispose()
+
+
+class ColdStartClient(ServiceClient):
+    """The service for uploads, but no recommendation: the climb starts from the tuple in
+    force (the engine default), and the report says so (start source ``current``)."""
+
+    def recommend(
+        self, request: RecommendationRequest, *, max_attempts: int | None = None
+    ) -> RecommendationResponse:
+        # The wire schema only lets the service answer model/heuristic; this answer never
+        # crosses the wire, it tells the loop "start where you are" (Source.CURRENT).
+        return RecommendationResponse.model_construct(
+            start_tuple=KnobTuple(
+                engine=request.host.engine, values=dict(request.current_tuple.values)
+            ),
+            ranges={},
+            source=Source.CURRENT,
+            model_version=None,
+        )
+
+
+@dataclass
+class HostRun:
+    """One simulated host's agent and what it saw."""
+
+    name: str
+    workload: SimWorkload
+    target: SimulatedTarget
+    loop: AgentLoop
+    #: Noise-free throughput of the tuple in force / the size curve's peak, per sample.
+    normalised: list[float] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+
+    @property
+    def peak(self) -> float:
+        return size_peak(self.workload)
+
+
+@dataclass(frozen=True)
+class HostResult:
+    name: str
+    kind: str
+    cores: int
+    connections: int
+    start_source: str
+    start_size: int
+    optimum_size: int
+    first_tuple_share: float
+    t95_samples: float
+    final_quality: float
+    converged: bool
+    reported: bool
+
+
+def size_peak(workload: SimWorkload) -> float:
+    """The best throughput over pool sizes at the default other knobs: the reference when
+    only ``thread_pool_size`` is climbed."""
+    return float(np.max(workload.curve()))
+
+
+def _agent_config(state_dir: Path, service_url: str, *, climb_max_s: float) -> AgentConfig:
+    return parse_config(
+        {
+            "agent": {
+                "state_dir": str(state_dir),
+                "sample_period_s": 2.0,
+                "profile_window_s": PROFILE_WINDOW_S,
+                "climb_max_s": climb_max_s,
+                "log_level": "WARNING",
+            },
+            "climber": {"knobs": [SIZE]},
+            "service": {"url": service_url, "max_attempts": 3, "timeout_s": 30.0},
+        },
+        env={},
+    )
+
+
+def build_fleet(
+    workloads: Sequence[SimWorkload],
+    *,
+    service: LiveService,
+    state_root: Path,
+    prefix: str,
+    cold: bool,
+    seed: int,
+    climb_max_s: float = 600.0,
+    noise: NoiseConfig | None = None,
+) -> list[HostRun]:
+    """One agent per workload, each enrolled with the same multi-use enrolment token."""
+    enrollment = service.enrollment_token(uses=len(workloads), description=prefix)
+    hosts: list[HostRun] = []
+    for index, workload in enumerate(workloads):
+        name = f"{prefix}-{index:03d}"
+        target = SimulatedTarget(
+            SimServer(workload, seed=seed * 100_003 + index, noise=noise), hostname=name
+        )
+        config = _agent_config(state_root / name, service.url, climb_max_s=climb_max_s)
+        http = make_http_client(service.url, timeout_s=config.service.timeout_s)
+        credentials = ServiceClient(http, max_attempts=3).enroll(enrollment, target.host_facts())
+        client_type = ColdStartClient if cold else ServiceClient
+        client = client_type(http, token=credentials.agent_token, max_attempts=3)
+        loop = AgentLoop(
+            config,
+            target=target,
+            climber_factory=make_climber_factory(config),
+            uploader=Uploader(client, Spool(config.spool_dir)),
+            clock=lambda target=target: target.now,
+        )
+        hosts.append(HostRun(name=name, workload=workload, target=target, loop=loop))
+    return hosts
+
+
+def run_fleet(hosts: Sequence[HostRun], *, samples: int) -> None:
+    """Every host's agent for ``samples`` iterations (2 simulated seconds each), in turn."""
+    for host in hosts:
+        host.loop.start()
+    for _ in range(samples):
+        for host in hosts:
+            host.loop.iterate()
+            host.normalised.append(host.target.expected_throughput() / host.peak)
+            host.phases.append(host.loop.phase)
+    for host in hosts:
+        host.loop.shutdown()
+        client = host.loop.uploader.service
+        if client is not None:
+            client.client.close()
+
+
+def score(host: HostRun) -> HostResult:
+    """T95 counted from the first sample at the start tuple (after the profiling window,
+    which is the same for every start); first tuple = the one the climb started from."""
+    climb = host.loop.climb
+    climbing = [i for i, phase in enumerate(host.phases) if phase is not Phase.PROFILING]
+    if climb is None or not climbing:
+        raise RuntimeError(f"{host.name} never finished profiling")
+    series = np.asarray(host.normalised[climbing[0] :], dtype=np.float64)
+    start_size = climb.start_tuple[SIZE]
+    server = host.target.server
+    first_share = server.expected_throughput({SIZE: start_size}) / host.peak
+    reached = t95(series) if series.size >= T95_WINDOW else math.inf
+    report = host.loop.last_report
+    return HostResult(
+        name=host.name,
+        kind=host.workload.name,
+        cores=host.workload.cores,
+        connections=host.workload.connections,
+        start_source=climb.source.value,
+        start_size=start_size,
+        optimum_size=server.optimum()[SIZE],
+        first_tuple_share=first_share,
+        t95_samples=reached,
+        final_quality=float(np.mean(series[-FINAL_WINDOW:])),
+        converged=bool(report.get("converged")),
+        reported=bool(report.get("delivered")),
+    )
+
+
+def run_and_score(hosts: Sequence[HostRun], *, samples: int) -> list[HostResult]:
+    run_fleet(hosts, samples=samples)
+    return [score(host) for host in hosts]
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    promoted: bool
+    returncode: int
+    output: str
+    seconds: float
+
+
+def console_script(name: str) -> str:
+    """A console script of this environment (next to the interpreter), else from PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else name
+
+
+def train_and_promote(
+    service: LiveService,
+    *,
+    trials: int,
+    seed: int,
+    card_dir: Path,
+    name: str = "fleet",
+    engine: Engine = Engine.MARIADB,
+    timeout_s: float = 900.0,
+) -> TrainingRun:
+    """``pooltune-trainer train --promote`` on the service's database: the real CLI, with
+    its Optuna study in the same PostgreSQL and the promotion gate."""
+    command = [
+        console_script("pooltune-trainer"),
+        "train",
+        "--engine",
+        engine.value,
+        "--database-url",
+        service.database_url,
+        "--name",
+        name,
+        "--trials",
+        str(trials),
+        "--seed",
+        str(seed),
+        "--card-dir",
+        str(card_dir),
+        "--promote",
+    ]
+    began = time.monotonic()
+    env = os.environ | {"OMP_NUM_THREADS": "1", "COLUMNS": "120"}
+    finished = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
+    )
+    output = finished.stdout + finished.stderr
+    return TrainingRun(
+        promoted=finished.returncode == 0 and "promoted" in output.split("registered")[-1],
+        returncode=finished.returncode,
+        output=output,
+        seconds=time.monotonic() - began,
+    )
+
+
+def make_sim_corpus(out: Path, *, workloads: int, seed: int) -> None:
+    """``pooltune-trainer make-sim-dataset``: a seeded simulated corpus in ``out``."""
+    command = [console_script("pooltune-trainer"), "make-sim-dataset", "--out", str(out)]
+    command += ["--workloads", str(workloads), "--seed", str(seed), "--processes", "1"]
+    subprocess.run(command, capture_output=True, text=True, check=True, timeout=900)
+
+
+def import_dataset(service: LiveService, dataset: str, *, limit: int | None = None) -> str:
+    """``pooltune-trainer import-dataset`` into the service's database; its last line."""
+    command = [console_script("pooltune-trainer"), "import-dataset", dataset]
+    command += ["--database-url", service.database_url]
+    if limit is not None:
+        command += ["--limit", str(limit)]
+    finished = subprocess.run(command, capture_output=True, text=True, check=True, timeout=900)
+    lines = [line for line in finished.stdout.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
