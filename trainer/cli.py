@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from trainer.evaluation import Score
 
 DEFAULT_DATABASE_URL = "sqlite:///./pooltune.db"
+#: Exit codes: 1 an error, 2 too little data, 3 the promotion gate refused.
+GATE_REFUSED = 3
 
 app = typer.Typer(
     help="Train, evaluate, register and promote pooltune's recommendation models.",
@@ -273,7 +275,10 @@ def promote_command(
                 f"gate: {decision.reason}: {'passes' if decision.accepted else 'refuses'}"
             )
         if decision is not None and not decision.accepted and not force:
-            raise fail("the gate refuses this version; pass --force to promote it anyway", code=3)
+            raise fail(
+                "the gate refuses this version; pass --force to promote it anyway",
+                code=GATE_REFUSED,
+            )
         text = reason or "promoted by pooltune-trainer"
         if decision is not None:
             text += f" ({decision.reason})"
@@ -291,6 +296,48 @@ def promote_command(
         console.print(
             f"promoted {engine.value} {candidate_row.name} version {candidate_row.version}"
         )
+
+
+@app.command()
+def bootstrap(
+    engine: EngineOption = Engine.MARIADB,
+    database_url: DatabaseUrl = DEFAULT_DATABASE_URL,
+    dataset: Annotated[str, typer.Option(help="Bundled dataset to learn from.")] = "sim-v1",
+    workloads: Annotated[int, typer.Option(min=50, help="How many of its workloads.")] = 3000,
+    trials: Annotated[int, typer.Option(min=1, help="Optuna trials.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the split, search and models.")] = 0,
+) -> None:
+    """Out of the box: unless a model is promoted for the engine, import a bundled dataset,
+    train a small model and promote it (through the gate) — seconds, not minutes."""
+    from service.registry.repository import RegistryRepository
+
+    with database(database_url) as (_, session):
+        promoted = RegistryRepository(session).promoted(engine.value)
+        if promoted is not None:
+            console.print(
+                f"{engine.value}: {promoted.name} version {promoted.version} is promoted; "
+                "nothing to do"
+            )
+            return
+    import_dataset(dataset, database_url=database_url, limit=workloads)
+    try:
+        train(
+            engine=engine,
+            database_url=database_url,
+            name="bootstrap",
+            trials=trials,
+            seed=seed,
+            worker=0,
+            test_fraction=0.2,
+            storage=None,
+            card_dir=Path("var/cards"),
+            limit=None,
+            promote=True,
+        )
+    except typer.Exit as exc:
+        if exc.exit_code != GATE_REFUSED:
+            raise
+        console.print("no model promoted: the service answers from its heuristic")
 
 
 @app.command("make-sim-dataset")

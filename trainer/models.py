@@ -53,6 +53,32 @@ class SearchConfig:
     on_trial: Callable[[int, float], None] | None = field(default=None, compare=False)
 
 
+#: PostgreSQL schema that holds Optuna's tables, apart from the service's own (both use
+#: Alembic, and each must keep its own ``alembic_version``).
+OPTUNA_SCHEMA = "optuna"
+
+
+def optuna_storage(url: str) -> optuna.storages.BaseStorage:
+    """Optuna's RDB storage on ``url``; on PostgreSQL in its own schema."""
+    if not url.startswith("postgresql"):
+        return optuna.storages.RDBStorage(url)
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {OPTUNA_SCHEMA}"))
+    finally:
+        engine.dispose()
+    return optuna.storages.RDBStorage(
+        url,
+        engine_kwargs={
+            "connect_args": {"options": f"-c search_path={OPTUNA_SCHEMA}"},
+            "pool_pre_ping": True,
+        },
+    )
+
+
 def matrix_of(examples: Sequence[Example]) -> NDArray[np.float64]:
     return feature_matrix((e.host, e.profile) for e in examples)
 
@@ -356,9 +382,10 @@ def search_lightgbm(
         fit_examples=fit_examples, valid_examples=valid_examples, config=config
     )
     study_name = f"{config.study_prefix}-{engine.value}-{data_fingerprint(examples)}"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(
         study_name=study_name,
-        storage=config.storage_url,
+        storage=optuna_storage(config.storage_url) if config.storage_url else None,
         load_if_exists=True,
         direction="minimize",
         sampler=optuna.samplers.TPESampler(seed=config.seed + 7919 * config.worker),
@@ -373,7 +400,6 @@ def search_lightgbm(
             on_trial(len(study.trials), study.best_value if done else float("nan"))
 
         callbacks.append(report)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     study.optimize(objective, n_trials=config.trials, timeout=config.timeout_s, callbacks=callbacks)
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
