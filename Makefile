@@ -37,7 +37,10 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 
 venv: $(VENV)/.installed-dev
 
+# bootstrap: on an empty database, import part of datasets/sim-v1 and train, register and
+# promote a small model (seconds); with a model already promoted it does nothing.
 run: $(VENV)/.installed-run
+	$(BIN)/pooltune-trainer bootstrap
 	@echo "pooltune service: API docs at http://$(HOST):$(PORT)/docs (database: $${POOLTUNE_DATABASE_URL:-sqlite:///./pooltune.db})"
 	$(BIN)/pooltune-service serve --host $(HOST) --port $(PORT)
 
