@@ -60,7 +60,10 @@ def _dockerfile_copies(dockerfile: Path) -> list[str]:
 
 def _calls_in(text: str) -> list[tuple[str, str, list[str]]]:
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-    return [(script, sub, options.split()) for script, sub, options in POOLTUNE_CALL.findall(text)]
+    return [
+        (script, sub, re.findall(r"(?<![\w-])--[a-z][a-z-]*", rest))
+        for script, sub, rest in POOLTUNE_CALL.findall(text)
+    ]
 
 
 def _entry_scripts(document: dict[str, Any]) -> list[Path]:
