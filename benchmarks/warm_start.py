@@ -209,16 +209,13 @@ def simulated_comparison(args: argparse.Namespace, workdir: Path) -> bool:
         control = fleet.run_and_score(control_hosts, samples=args.samples)
         control_figures = print_fleet("control: the held-out workloads cold (same noise)", control)
     _write()
-    _write(
-        f"T95 median cold / warm: fleet 1 / fleet 2 "
-        f"{_ratio(cold_figures['t95_median'], warm_figures['t95_median'])}; "
-        f"same held-out workloads {_ratio(control_figures['t95_median'], warm_figures['t95_median'])}"
-    )
-    _write(
-        f"T95 p90 cold / warm: fleet 1 / fleet 2 "
-        f"{_ratio(cold_figures['t95_p90'], warm_figures['t95_p90'])}; "
-        f"same held-out workloads {_ratio(control_figures['t95_p90'], warm_figures['t95_p90'])}"
-    )
+    for statistic in ("t95_median", "t95_p90"):
+        label = statistic.removeprefix("t95_")
+        _write(
+            f"T95 {label} cold / warm: fleet 1 / fleet 2 "
+            f"{_ratio(cold_figures[statistic], warm_figures[statistic])}; same held-out "
+            f"workloads {_ratio(control_figures[statistic], warm_figures[statistic])}"
+        )
     t95_ok = warm_figures["t95_median"] * TARGET_T95_RATIO <= cold_figures["t95_median"] and (
         warm_figures["t95_median"] * TARGET_T95_RATIO <= control_figures["t95_median"]
     )
