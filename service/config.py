@@ -39,8 +39,9 @@ class Settings(BaseSettings):
     db_wait_timeout_s: float = Field(default=60.0, ge=0.0)
     enrollment_token_ttl_hours: float = Field(default=24.0, gt=0.0)
     log_level: str = "INFO"
-    #: pickle-based model artifacts run code on load; only allow them from a trusted trainer.
-    allow_pickle_models: bool = True
+    #: pickle-based model artifacts run code on load. The trainer's artifacts are JSON, so
+    #: pickle stays off unless a deployment trusts every writer of the registry.
+    allow_pickle_models: bool = False
 
     @model_validator(mode="after")
     def _no_placeholder_secrets(self) -> Self:

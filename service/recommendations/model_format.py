@@ -22,9 +22,8 @@ Two encodings, told apart by their first bytes:
   method above, e.g. a trainer class wrapping a LightGBM or scikit-learn model. Its classes
   must be importable in the service (ship them in the ``pooltune`` distribution). Loading a
   pickle runs code, so the service accepts it only when ``POOLTUNE_ALLOW_PICKLE_MODELS``
-  is true (the default; artifacts come only from the trainer via the database) and only
-  after the sha256 check.
-
+  is true (off by default: the trainer's artifacts are JSON) and only after the sha256
+  check.
 - **Other JSON formats** named in :data:`JSON_FORMAT_LOADERS` by their ``"format"`` field,
   loaded by a lazily imported ``module:attribute`` callable ``loader(artifact) -> predictor``.
   The trainer's LightGBM artifact (``"pooltune-lightgbm-tuple/1"``,
@@ -276,8 +275,7 @@ def load_predictor(artifact: bytes, *, allow_pickle: bool = True) -> Predictor:
             raise
         except Exception as exc:  # foreign loader (ImportError without lightgbm, bad data, ...)
             raise ArtifactError(
-                f"the {spec.get('format')} loader {external} failed: "
-                f"{type(exc).__name__}: {exc}"
+                f"the {spec.get('format')} loader {external} failed: {type(exc).__name__}: {exc}"
             ) from exc
         if not isinstance(predictor, Predictor):
             raise ArtifactError(f"{type(predictor).__name__} has no predict(host, profile)")
