@@ -24,8 +24,11 @@ over a window from the first to the last snapshot; Δ is last minus first:
 - ``cpu_ms_per_request``: Δ server process CPU seconds (``/proc/<pid>/stat``, user +
   system) over Δ client statements: the service time S. Unknown when the server is not
   on the agent's host.
-- ``wait_ms_per_request``: latency minus CPU time per request, not below zero: W.
-  Needs both; queueing inside the pool is part of it.
+- ``wait_ms_per_request``: latency minus CPU time minus the time queued in the pool, per
+  request, not below zero: W, the off-CPU wait of a request that holds a thread. The
+  queueing time is Little's law on the pool's queue: mean ``QUEUE_LENGTH`` over qps
+  (without the pool's tables it cannot be told apart and stays in W). Needs latency and
+  CPU time.
 - ``rounds_per_request``: 1 + Δ(thread pool waits of every reason but NET) per
   statement: CPU bursts separated by off-CPU waits.
 - ``think_ms``: Little's law on the idle connections: (connections − active) / qps.
@@ -188,7 +191,14 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     cpu_ms = None
     if first.cpu_seconds is not None and last.cpu_seconds is not None and statements > 0:
         cpu_ms = 1000.0 * max(0.0, last.cpu_seconds - first.cpu_seconds) / statements
-    wait_ms = max(0.0, latency - cpu_ms) if latency is not None and cpu_ms is not None else None
+    qps = rates.qps
+    queued = [s.gauges["tp_queue_length"] for s in snapshots if "tp_queue_length" in s.gauges]
+    queue_ms = 1000.0 * statistics.fmean(queued) / qps if queued and qps > 0 else 0.0
+    wait_ms = (
+        max(0.0, latency - cpu_ms - queue_ms)
+        if latency is not None and cpu_ms is not None
+        else None
+    )
 
     waits = [
         _delta(first, last, name) or 0.0
@@ -197,7 +207,6 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     ]
     rounds = 1.0 + sum(waits) / statements if waits and statements > 0 else None
 
-    qps = rates.qps
     think_ms = 1000.0 * max(0.0, connections - active) / qps if qps > 0 else None
 
     def per_txn(name: str) -> float | None:

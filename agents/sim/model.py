@@ -158,6 +158,17 @@ class SimWorkload:
         stall_limit: FloatArray | float = DEFAULT_STALL_LIMIT_MS,
     ) -> tuple[FloatArray, FloatArray]:
         """Throughput (requests/s) and mean latency (ms) for each element (broadcast)."""
+        throughput, latency, _ = self.steady_state_detail(sizes, oversubscribe, stall_limit)
+        return throughput, latency
+
+    def steady_state_detail(
+        self,
+        sizes: FloatArray | float,
+        oversubscribe: FloatArray | float = DEFAULT_OVERSUBSCRIBE,
+        stall_limit: FloatArray | float = DEFAULT_STALL_LIMIT_MS,
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Throughput (requests/s), mean latency (ms, queueing included) and the mean number
+        of requests executing (the rest of the busy clients queue in the pool)."""
         size_arr, over_arr, stall_arr = np.broadcast_arrays(
             np.asarray(sizes, dtype=np.float64),
             np.asarray(oversubscribe, dtype=np.float64),
@@ -169,7 +180,7 @@ class SimWorkload:
         clients = float(self.connections)
         if clients <= 0:
             zeros = np.zeros_like(size_arr)
-            return zeros, zeros
+            return zeros, zeros, zeros
         ceiling = np.minimum(admitted, clients)
 
         def busy_clients(n: FloatArray) -> FloatArray:
@@ -189,7 +200,7 @@ class SimWorkload:
         request_ms = self._request_time(executing, stall_arr, p_stall)
         throughput = 1000.0 * executing / request_ms
         latency = np.maximum(clients / np.maximum(throughput, 1e-12) * 1000.0 - self.think_ms, 0.0)
-        return throughput, latency
+        return throughput, latency, executing
 
     def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
         """Noise-free throughput (/s) and latency (ms) of one knob tuple."""
@@ -198,6 +209,15 @@ class SimWorkload:
         stall = knobs.get(STALL_LIMIT_KNOB, DEFAULT_STALL_LIMIT_MS)
         throughput, latency = self.steady_state(float(size), float(over), float(stall))
         return float(throughput), float(latency)
+
+    def occupancy(self, knobs: Mapping[str, int]) -> tuple[float, float, float]:
+        """Throughput (/s), requests executing and requests queued in the pool, noise-free."""
+        size = knobs.get(SIZE_KNOB, self.cores)
+        over = knobs.get(OVERSUBSCRIBE_KNOB, DEFAULT_OVERSUBSCRIBE)
+        stall = knobs.get(STALL_LIMIT_KNOB, DEFAULT_STALL_LIMIT_MS)
+        throughput, _, executing = self.steady_state_detail(float(size), float(over), float(stall))
+        busy = max(0.0, self.connections - float(throughput) * self.think_ms / 1000.0)
+        return float(throughput), float(executing), max(0.0, busy - float(executing))
 
     def curve(
         self,

@@ -139,7 +139,14 @@ class SimServer:
     ) -> WorkloadProfile:
         """The workload profile an agent would measure over ``window_s`` at ``knobs``
         (default: the tuple last sampled, else the engine defaults), with measurement
-        noise of ``measurement_cv`` on every measured quantity."""
+        noise of ``measurement_cv`` on every measured quantity.
+
+        Units are the agent's (:mod:`agents.profile`): a request is a *statement* (one round
+        of a simulated transaction), so latency, CPU time, wait and think time are per
+        statement; the wait W is the time a statement spends executing but off its CPU
+        share — latency minus CPU time minus the time queued in the pool (which the agent
+        reads from the pool's queue length by Little's law), as the agent computes it.
+        """
         if knobs is None:
             knobs = self._previous or {SIZE_KNOB: self._curve.cores}
 
@@ -150,21 +157,23 @@ class SimServer:
         connections = self._curve.connections
         if isinstance(self._curve, WorkloadCurve):
             w = self._curve.workload
-            think_s = w.think_ms / 1000.0
-            active = min(float(connections), max(0.0, connections - throughput * think_s))
+            _, executing, queued = w.occupancy(knobs)
+            statements_per_s = throughput * w.rounds
+            # Per statement: the transaction's executing time spread over its rounds.
+            executing_ms = 1000.0 * executing / max(statements_per_s, 1e-12)
             return WorkloadProfile(
                 window_s=window_s,
                 connections=connections,
-                active_connections=min(noisy(active), float(connections)),
-                qps=noisy(throughput * w.rounds),
+                active_connections=min(noisy(executing + queued), float(connections)),
+                qps=noisy(statements_per_s),
                 tps=noisy(throughput),
                 read_fraction=1.0 - w.write_fraction,
-                latency_ms=noisy(latency),
-                cpu_ms_per_request=noisy(w.cpu_ms * w.rounds),
-                wait_ms_per_request=noisy((w.io_ms + w.lock_ms * w.lock_conflict) * w.rounds),
+                latency_ms=noisy(latency / w.rounds),
+                cpu_ms_per_request=noisy(w.cpu_ms),
+                wait_ms_per_request=noisy(max(0.0, executing_ms - w.cpu_ms)),
                 rounds_per_request=w.rounds,
-                think_ms=noisy(w.think_ms),
-                lock_waits_per_s=noisy(throughput * w.rounds * w.lock_conflict),
+                think_ms=noisy(w.think_ms / w.rounds),
+                lock_waits_per_s=noisy(statements_per_s * w.lock_conflict),
                 thread_create_ms=noisy(w.thread_create_ms),
             )
         return WorkloadProfile(

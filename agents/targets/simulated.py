@@ -20,11 +20,10 @@ qps, tps, connections,      the same (no measurement noise here; the sample
 active_connections,         noise is the simulator's)
 read_fraction,
 lock_waits_per_s
-latency_ms, cpu_ms, think   per statement: measured_profile's per-transaction
-                            figure / rounds
-wait_ms_per_request         latency − CPU per statement, so it includes the time
-                            queued in the pool (as on a real server), where
-                            measured_profile has the bare IO + lock wait
+latency_ms, cpu_ms, think   per statement, as in measured_profile
+wait_ms_per_request         latency − CPU − time queued in the pool (from the
+                            queue length gauge by Little's law), per statement,
+                            as measured_profile computes it
 rounds_per_request          unknown (no THREAD_POOL_WAITS counters)
 ==========================  ====================================================
 
@@ -186,16 +185,20 @@ class SimulatedTarget:
         if cpu_ms is not None:
             self._cpu_seconds += statements * cpu_ms / 1000.0
         connections = float(sample.connections)
-        # Clients not thinking are executing or queued in the pool (Little's law).
+        # Clients not thinking are executing or queued in the pool (Little's law); how many
+        # execute comes from the model at the tuple in force, the rest wait in the queue.
         active = min(connections, max(0.0, connections - sample.throughput * think_s))
+        executing = active
+        if isinstance(curve, WorkloadCurve):
+            executing = min(active, curve.workload.occupancy(self.knobs)[1])
         return Snapshot(
             taken_at=self.now,
             uptime_s=self.now + 1000.0,
             counters=dict(counters),
             gauges={
                 "tp_connections": connections,
-                "tp_active_threads": active,
-                "tp_queue_length": 0.0,
+                "tp_active_threads": executing,
+                "tp_queue_length": active - executing,
             },
             cpu_seconds=self._cpu_seconds if cpu_ms is not None else None,
             latency_count=self._latency_count,
