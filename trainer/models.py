@@ -323,7 +323,10 @@ class LightGBMObjective:
         params = _base_params(self.config.seed) | {
             "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
             "num_leaves": trial.suggest_int("num_leaves", 7, 127, log=True),
-            "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 5, 200, log=True),
+            # LightGBM cannot split at all when a leaf needs more than half the rows.
+            "min_data_in_leaf": trial.suggest_int(
+                "min_data_in_leaf", 2, max(2, min(200, len(self.fit_examples) // 4)), log=True
+            ),
             "feature_fraction": trial.suggest_float("feature_fraction", 0.4, 1.0),
             "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
             "bagging_freq": 1,
