@@ -39,7 +39,7 @@ from agents.collectors import process_cpu_seconds
 from agents.knobs import Engine
 from agents.profile import ProfileError, ThroughputMetric, build_profile, interval
 from agents.state import OriginalTupleFile, StateError, restore_original
-from agents.targets.base import Snapshot, Target
+from agents.targets.base import Snapshot, Target, TargetUnavailable
 from agents.wire import WorkloadProfile
 
 logger = logging.getLogger(__name__)
@@ -415,6 +415,31 @@ class Sweeper:
     host_cpu: HostCpu | None = field(default_factory=HostCpu)
     #: Values to hold on other knobs during the sweep (restored with the swept knob).
     hold: Mapping[str, int] = field(default_factory=dict)
+    #: Failed counter reads in a row that end the sweep (fewer only lose samples).
+    max_failures: int = 3
+    failed_reads: int = field(default=0, init=False)
+    _failures_in_a_row: int = field(default=0, init=False, repr=False)
+
+    def _read(self, value: int) -> Snapshot | None:
+        """One snapshot, or None when the database failed this once (a stall longer than
+        the statement timeout, a dropped connection): that sample is lost, the sweep goes
+        on. More than ``max_failures`` failures in a row end the sweep."""
+        try:
+            snapshot = self.target.read_counters()
+        except TargetUnavailable as exc:
+            self.failed_reads += 1
+            self._failures_in_a_row += 1
+            if self._failures_in_a_row > self.max_failures:
+                raise
+            logger.warning(
+                "reading counters at %s=%s failed (%s); that sample is lost",
+                self.plan.knob,
+                value,
+                exc,
+            )
+            return None
+        self._failures_in_a_row = 0
+        return snapshot
 
     def _wait(self, seconds: float) -> bool:
         if self.wait is not None:
@@ -466,6 +491,8 @@ class Sweeper:
         samples, snapshots, baseline = outcome
         points = _points(plan.values, samples)
         notes: list[str] = []
+        if self.failed_reads:
+            notes.append(f"{self.failed_reads} counter read(s) failed; their samples are lost")
         profile = _safe_profile(snapshots, notes, "sweep")
         baseline_profile = _safe_profile(baseline, notes, "baseline") if baseline else None
         return SweepResult(
@@ -505,20 +532,27 @@ class Sweeper:
             read_back = self.target.apply({plan.knob: value})
             if read_back.get(plan.knob) != value:
                 logger.warning("%s=%s reads back %s", plan.knob, value, read_back.get(plan.knob))
-            previous = self.target.read_counters()
+            previous = self._read(value)
             cpu_before = self._cpu()
-            if origin is None:
-                origin = previous.taken_at
-            samples.append(previous)
+            if previous is not None:
+                samples.append(previous)
             visit_values: list[float] = []
             for index in range(plan.samples_per_visit):
                 if self._wait(plan.sample_period_s):
                     raise SweepInterrupted(
                         f"interrupted at {plan.knob}={value} (visit {number + 1}/{len(visits)})"
                     )
-                current = self.target.read_counters()
+                current = self._read(value)
                 cpu_after = self._cpu()
+                if current is None:
+                    previous = None  # the interval around a failed read is lost
+                    continue
                 samples.append(current)
+                if origin is None:
+                    origin = samples[0].taken_at
+                if previous is None:
+                    previous, cpu_before = current, cpu_after
+                    continue
                 try:
                     rates = interval(previous, current)
                 except ProfileError as exc:
@@ -560,7 +594,7 @@ class Sweeper:
                         repeat=repeat,
                         value=value,
                         visit_mean=statistics.fmean(visit_values) if visit_values else math.nan,
-                        elapsed_s=previous.taken_at - origin,
+                        elapsed_s=(samples[-1].taken_at - origin) if origin is not None else 0.0,
                         remaining_s=(len(visits) - done) * per_visit,
                     )
                 )

@@ -35,7 +35,7 @@ from agents.sweep import (
     write_csv,
     write_plot,
 )
-from agents.targets.base import Snapshot, TargetInfo
+from agents.targets.base import Snapshot, TargetInfo, TargetUnavailable
 from agents.wire import HostFacts
 
 SIZE = "thread_pool_size"
@@ -61,7 +61,9 @@ class CurveTarget:
         size: int = 2,
         real_time: bool = False,
         fail_on_read: int | None = None,
+        unavailable_reads: frozenset[int] = frozenset(),
     ) -> None:
+        self.unavailable_reads = unavailable_reads
         self.curve = dict(curve)
         self.lag_s = lag_s
         self.drift_per_s = drift_per_s
@@ -127,6 +129,8 @@ class CurveTarget:
         self.reads += 1
         if self.fail_on_read is not None and self.reads >= self.fail_on_read:
             raise RuntimeError("collector exploded")
+        if self.reads in self.unavailable_reads:
+            raise TargetUnavailable("reading counters: Lost connection (timed out)")
         now = self.now()
         self._integrate(now)
         return Snapshot(
@@ -293,6 +297,28 @@ def test_original_tuple_is_restored_when_the_sweep_fails(tmp_path: Path) -> None
     with pytest.raises(RuntimeError, match="collector exploded"):
         sweeper.run()
     assert len(target.applied) >= 2  # it did change the size before failing
+    assert target.knobs[SIZE] == 3
+    assert not sweeper.state.exists()
+
+
+def test_a_failed_read_loses_its_samples_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    target = CurveTarget(size=3, unavailable_reads=frozenset({8, 30}))
+    sweeper = make_sweeper(target, tmp_path)
+    result = sweeper.run()
+    assert sweeper.failed_reads == 2
+    assert any("2 counter read(s) failed" in note for note in result.notes)
+    assert sum(p.count for p in result.points) < 5 * 2 * 3  # some samples lost ...
+    for point in result.points:  # ... but none is wrong
+        assert point.count > 0
+        assert point.mean == pytest.approx(CURVE[point.value])
+    assert target.knobs[SIZE] == 3
+
+
+def test_a_database_that_stays_away_ends_the_sweep_and_restores(tmp_path: Path) -> None:
+    target = CurveTarget(size=3, unavailable_reads=frozenset(range(6, 12)))
+    sweeper = make_sweeper(target, tmp_path)
+    with pytest.raises(TargetUnavailable):
+        sweeper.run()
     assert target.knobs[SIZE] == 3
     assert not sweeper.state.exists()
 
