@@ -815,6 +815,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: one case, ~2 minutes")
     parser.add_argument("--cases", default="", help="comma list of workload names to run")
+    parser.add_argument("--clients", default="", help="comma list of client counts to run")
     parser.add_argument("--out", type=Path, default=None, help="dataset directory")
     parser.add_argument("--work-dir", type=Path, default=None, help="logs and state (tmp)")
     args = parser.parse_args(argv)
@@ -843,6 +844,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases = [Case(WORKLOADS[w], 16, secondary=True) for w in wanted]
         else:
             cases = [c for c in cases if c.workload.name in wanted]
+    if args.clients:
+        counts = {int(c) for c in args.clients.split(",") if c.strip()}
+        cases = [c for c in cases if c.clients in counts]
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="pooltune-dataset-"))
     work_dir.mkdir(parents=True, exist_ok=True)
     estimate = sum(timing.case_seconds(c) for c in cases)
