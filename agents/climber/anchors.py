@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from agents.climber.base import Climber, KnobSpace, Sample
 
@@ -72,9 +72,6 @@ class DotnetClimber(Climber):
     def converged(self) -> bool:
         # .NET never stops; call it converged once its last 8 moves were all tiny.
         return len(self._moves) >= 8 and all(abs(m) < 0.5 for m in self._moves[-8:])
-
-    def settings(self) -> dict[str, float | int | str | bool | None]:
-        return dict(asdict(self.config))
 
     def reset(
         self,
@@ -181,9 +178,6 @@ class HellersteinClimber(Climber):
     @property
     def converged(self) -> bool:
         return len(self._last_moves) >= 6 and all(abs(m) <= 1 for m in self._last_moves[-6:])
-
-    def settings(self) -> dict[str, float | int | str | bool | None]:
-        return dict(asdict(self.config))
 
     def reset(
         self,

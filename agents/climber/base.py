@@ -9,6 +9,7 @@ samples per second.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import enum
 import math
 from collections.abc import Mapping, Sequence
@@ -190,7 +191,18 @@ class Climber(abc.ABC):
 
     def settings(self) -> dict[str, float | int | str | bool | None]:
         """The climber's configuration, flat, for reports (``ClimberInfo.settings``)."""
-        return {}
+        config = getattr(self, "config", None)
+        if config is None or not dataclasses.is_dataclass(config) or isinstance(config, type):
+            return {}
+        flat: dict[str, float | int | str | bool | None] = {}
+        for key, value in dataclasses.asdict(config).items():
+            if isinstance(value, dict):
+                flat.update({f"{key}.{inner}": item for inner, item in value.items()})
+            elif isinstance(value, list | tuple):
+                flat[key] = ",".join(str(item) for item in value)
+            else:
+                flat[key] = value
+        return flat
 
     # -------------------------------------------------------------- helpers
     def _event(self, kind: EventKind, reason: str) -> None:

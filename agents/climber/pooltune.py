@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Generator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from agents.climber.base import Climber, EventKind, KnobDim, KnobSpace, Sample
 
@@ -141,9 +141,6 @@ class PooltuneClimber(Climber):
     @property
     def converged(self) -> bool:
         return self._converged
-
-    def settings(self) -> dict[str, float | int | str | bool | None]:
-        return dict(asdict(self.config))
 
     def reset(
         self,

@@ -42,7 +42,7 @@ import cmath
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from agents.climber.base import Climber, EventKind, KnobSpace, Sample
 
@@ -132,9 +132,6 @@ class ReferenceClimber(Climber):
     @property
     def converged(self) -> bool:
         return self._state is ReferenceState.OPTIMIZED
-
-    def settings(self) -> dict[str, float | int | str | bool | None]:
-        return dict(asdict(self.config))
 
     def reset(
         self,
