@@ -6,9 +6,8 @@ best / worst ratio of mean throughput among workloads whose best size is not the
 hold it out, and score two starts against its measured curve:
 
 - cold: the engine default (``thread_pool_size`` = cores);
-- warm: a model trained on the other workloads of the dataset (``trainer.pipeline.train``
-  when there are enough workload groups, else the nearest-workload mapping the trainer uses
-  as a baseline, which needs only one other workload — which one is printed).
+- warm: the trainer's LightGBM model trained on the other workloads of the dataset (a few
+  trials), and the nearest-workload mapping the trainer uses as a baseline.
 
 The printed figure is the measured throughput at each start / the sweep's best (the regret
 the start leaves for the climber to close). Running the live agent on a fresh MariaDB under
@@ -22,7 +21,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agents import knobs
 from agents.knobs import Engine
 
 Write = Callable[[str], None]
@@ -52,20 +50,35 @@ def real_comparison(name: str, *, write: Write) -> None:
         return
     spread, held_out = max(clear)
     curve = curves[held_out]
-    held = [e for e in examples if e.group.endswith(held_out) or held_out in e.origin]
-    rest = [e for e in examples if e not in held]
+    case = next((e for e in examples if e.origin.endswith(f":{held_out}")), None)
+    if case is None:
+        write(f"  {held_out} has no example; skipped")
+        return
+    # Hold the whole workload out (all its client counts), not just this case.
+    held = [e for e in examples if e.group == case.group]
+    rest = [e for e in examples if e.group != case.group]
     if not held or not rest:
         write(f"  cannot hold {held_out} out (examples {len(held)} / {len(rest)}); skipped")
         return
-    example = held[0]
-    size_name = knobs.POOL_SIZE_KNOB[Engine.MARIADB]
+    example = case
     cold_size = float(example.host.cpu_count)
-    predictor = baseline_predictors(rest)["nearest"]
-    warm_size = float(predictor(example.host, example.profile)[size_name])
+    starts: list[tuple[str, float]] = [("cold (default)", cold_size)]
+    nearest = baseline_predictors(rest)["nearest"]
+    starts.append(("warm: nearest", float(nearest([example])[0])))
+    try:
+        from trainer.models import SearchConfig, predict_sizes, search_lightgbm
+
+        model = search_lightgbm(
+            Engine.MARIADB, rest, SearchConfig(trials=3, seed=0, validation_fraction=0.25)
+        ).model
+        starts.append(("warm: lightgbm", float(predict_sizes(model, [example])[0][0])))
+    except (ValueError, RuntimeError) as exc:
+        write(f"  no LightGBM model from {len(rest)} other cases: {exc}")
     write(
-        f"  held-out workload {held_out}: best size {curve.best_size:.0f} "
-        f"(best / worst {spread:.2f}); model: nearest workload of {len(rest)} others"
+        f"  held-out case {held_out}: best size {curve.best_size:.0f} "
+        f"(best / worst {spread:.2f}); its workload ({len(held)} cases) held out, warm models "
+        f"trained on the {len(rest)} cases of the other workloads"
     )
-    for label, size in (("cold (default)", cold_size), ("warm", warm_size)):
+    for label, size in starts:
         share = float(np.interp(np.log(size), np.log(curve.sizes), curve.throughput)) / curve.peak
         write(f"  {label:15s} size {size:5.0f}: measured throughput / best {share:.3f}")
