@@ -405,11 +405,18 @@ def build_parser() -> argparse.ArgumentParser:
     dry.add_argument("--window", type=float, default=None, help="observation window in seconds")
     commands.add_parser("restore", parents=[common], help="put back the saved original tuple")
     commands.add_parser("status", parents=[common], help="show state, tuple and last report")
+    from agents import sweep_cli
+
+    sweep_cli.add_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "sweep":
+        from agents import sweep_cli
+
+        return sweep_cli.run(args)
     try:
         config = load_config(args.config)
     except ConfigError as exc:
