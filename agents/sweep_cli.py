@@ -25,6 +25,14 @@ from types import FrameType
 from typing import Any
 
 from agents import knobs as knob_catalog
+from agents.cli import (
+    EXIT_CONFIG,
+    EXIT_MISCONFIGURED,
+    EXIT_OK,
+    EXIT_STATE,
+    EXIT_UNREACHABLE,
+    _out,
+)
 from agents.config import DEFAULT_CONFIG_PATH, AgentConfig, ConfigError, load_config
 from agents.state import OriginalTupleFile, StateError
 from agents.sweep import (
@@ -44,20 +52,9 @@ from agents.targets.base import Target, TargetMisconfigured, TargetUnavailable
 
 logger = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
-EXIT_CONFIG = 2
-EXIT_UNREACHABLE = 3
-EXIT_MISCONFIGURED = 4
-EXIT_STATE = 5
 EXIT_INTERRUPTED = 130
 
 COMMAND = "sweep"
-
-
-def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
 
 
 def _err(text: str) -> None:
