@@ -13,9 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from service.migrate import upgrade
 from tests.agents.agent_process import AgentProcess, agent_env, run_cli, write_config
 from tests.fixtures.mariadb import MariaDBServer, SysbenchLoad, free_port
-from tests.fixtures.postgres import TEST_ADMIN_TOKEN
+from tests.fixtures.postgres import TEST_ADMIN_TOKEN, scratch_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.mariadb, pytest.mark.postgres]
 
@@ -78,12 +79,16 @@ class ServiceProcess:
 
 
 @pytest.fixture
-def service_process(pg_database_url: str, tmp_path: Path) -> Iterator[ServiceProcess]:
-    service = ServiceProcess(pg_database_url, free_port(), tmp_path / "service.log")
-    try:
-        yield service
-    finally:
-        service.stop()
+def service_process(tmp_path: Path) -> Iterator[ServiceProcess]:
+    # Its own database: the service commits for real, and the suite's shared database must
+    # stay empty for the tests that count rows in it.
+    with scratch_database("pooltune_agent_uploads") as database_url:
+        upgrade(database_url)
+        service = ServiceProcess(database_url, free_port(), tmp_path / "service.log")
+        try:
+            yield service
+        finally:
+            service.stop()
 
 
 def test_report_spooled_while_service_down_then_delivered_exactly_once(
