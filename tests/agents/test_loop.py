@@ -100,6 +100,14 @@ def rogue(wanted: dict[str, int]) -> tuple[ClimberFactory, list[RogueClimber]]:
     return factory, built
 
 
+
+def run_until(loop: AgentLoop, phase: Phase, *, limit: int) -> None:
+    """Iterate until the loop reaches ``phase`` (at most ``limit`` iterations)."""
+    for _ in range(limit):
+        loop.iterate()
+        if loop.phase is phase:
+            return
+
 def test_values_outside_the_bounds_are_clipped_never_applied(tmp_path: Path) -> None:
     target = FakeTarget()
     target.knobs[SIZE] = 9
@@ -202,10 +210,7 @@ def test_real_climber_converges_reports_and_holds(tmp_path: Path) -> None:
     target = FakeTarget()
     config = config_for(tmp_path, bounds={SIZE: [1, 16]})
     loop = make_loop(tmp_path, target, make_climber_factory(config), config)
-    for _ in range(400):
-        loop.iterate()
-        if loop.phase is Phase.HOLDING:
-            break
+    run_until(loop, Phase.HOLDING, limit=400)
     assert loop.phase is Phase.HOLDING
     assert loop.counters.reports == 1
     (item,) = loop.uploader.spool.pending()
@@ -306,10 +311,7 @@ def test_workload_change_while_holding_means_profiling_again(tmp_path: Path) -> 
     target = FakeTarget()
     config = config_for(tmp_path, bounds={SIZE: [1, 16]})
     loop = make_loop(tmp_path, target, make_climber_factory(config), config)
-    for _ in range(400):
-        loop.iterate()
-        if loop.phase is Phase.HOLDING:
-            break
+    run_until(loop, Phase.HOLDING, limit=400)
     assert loop.phase is Phase.HOLDING
     target.connections = 64
     target.curve = lambda knobs: 3000.0
@@ -324,10 +326,7 @@ def test_autocommit_workload_is_climbed_on_queries(tmp_path: Path) -> None:
     target = FakeTarget(autocommit=True)
     config = config_for(tmp_path, bounds={SIZE: [1, 16]})
     loop = make_loop(tmp_path, target, make_climber_factory(config), config)
-    for _ in range(400):
-        loop.iterate()
-        if loop.phase is Phase.HOLDING:
-            break
+    run_until(loop, Phase.HOLDING, limit=400)
     assert loop.metric == "queries"
     (item,) = loop.uploader.spool.pending()
     assert item.report.climber.settings["throughput_metric"] == "queries"
