@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Generic, TypeVar
+from collections.abc import Sequence
+from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Depends, Query
 from pydantic import BaseModel, Field
@@ -15,6 +16,10 @@ ItemT = TypeVar("ItemT")
 class PageParams(BaseModel):
     limit: int = 50
     offset: int = 0
+
+    def page(self, items: Sequence[ItemT], total: int) -> Page[ItemT]:
+        """``items`` (already converted for the response) as this page of ``total``."""
+        return Page[Any](items=list(items), total=total, limit=self.limit, offset=self.offset)
 
 
 def page_params(

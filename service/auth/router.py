@@ -109,12 +109,7 @@ def enroll_agent(session: SessionDep, body: AgentEnroll) -> AgentCredentials:
 )
 def list_agents(session: SessionDep, _admin: AdminAuth, page: PageDep) -> Page[AgentRead]:
     agents, total = service.list_agents(session, limit=page.limit, offset=page.offset)
-    return Page[AgentRead](
-        items=[AgentRead.model_validate(agent) for agent in agents],
-        total=total,
-        limit=page.limit,
-        offset=page.offset,
-    )
+    return page.page([AgentRead.model_validate(agent) for agent in agents], total)
 
 
 @router.post(

@@ -32,12 +32,7 @@ def list_hosts(
     hosts, total = service.list_hosts(
         session, engine=engine.value if engine else None, limit=page.limit, offset=page.offset
     )
-    return Page[HostRead](
-        items=[HostRead.model_validate(host) for host in hosts],
-        total=total,
-        limit=page.limit,
-        offset=page.offset,
-    )
+    return page.page([HostRead.model_validate(host) for host in hosts], total)
 
 
 @router.get(

@@ -54,12 +54,7 @@ def list_versions(
         limit=page.limit,
         offset=page.offset,
     )
-    return Page[ModelVersionRead](
-        items=[ModelVersionRead.model_validate(version) for version in versions],
-        total=total,
-        limit=page.limit,
-        offset=page.offset,
-    )
+    return page.page([ModelVersionRead.model_validate(version) for version in versions], total)
 
 
 @router.get(

@@ -124,12 +124,7 @@ def list_reports(
         limit=page.limit,
         offset=page.offset,
     )
-    return Page[ReportSummary](
-        items=[service.summarize(report) for report in reports],
-        total=total,
-        limit=page.limit,
-        offset=page.offset,
-    )
+    return page.page([service.summarize(report) for report in reports], total)
 
 
 @router.get(
