@@ -9,14 +9,24 @@ For each case (sysbench workload × client count) on a fresh pool-of-threads Mar
    local heuristic) starts from the default tuple and runs for ``--agent-seconds``. An
    independent observer measures transactions/s every 2 s over the extra port.
 
-Printed per case: final throughput (mean of the last 60 s) / oracle and / default,
-the time to reach 95% of the oracle (first moment after which 90% of the next 30
-samples — or of the rest of the run, if shorter — stay at ≥ 95%), the number of knob
-changes, and the worst 3-sample mean / the starting throughput (a sustained drop).
+3. Side by side: the agent's final size and the oracle size, alternated four times for
+   ``--ab-seconds`` each (A/B/A/B), so that the final ratio is measured in one window
+   instead of minutes apart (the machine drifts).
+
+Printed per case: the sweep's gain of the best size over the default and its noise (two
+standard errors of a size's mean, from the sample spread, inflated for autocorrelation);
+whether the sweep differs from the default beyond that noise; the agent's final throughput
+(mean of its last 60 s) / oracle and / default; the side-by-side ratio final size / oracle
+size; the time to reach 95% of the oracle (first moment after which the 10-s rolling mean
+stays ≥ 95% for 90% of the next 60 s — or of the rest of the run, if shorter); the number
+of knob changes; the worst 10-s mean / the starting throughput (a sustained drop); and the
+verdict against the target (≥ 0.95 of the oracle within 5 minutes where the sweep differs
+beyond the noise, never a sustained drop below 0.85 of the start). ``--json`` writes every
+sample for a later look.
 
 Usage::
 
-    python -m benchmarks.mariadb_live                       # the full matrix (about 1 h)
+    python -m benchmarks.mariadb_live                       # 3 workloads x 2 (about 1 h)
     python -m benchmarks.mariadb_live --quick               # one small case (about 5 min)
     python -m benchmarks.mariadb_live --workloads read_only --clients 32 --agent-seconds 300
 """
@@ -24,7 +34,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import math
 import os
 import signal
 import statistics
@@ -111,19 +123,31 @@ class Observer:
     def size(self) -> int:
         return self.target.current_tuple([SIZE])[SIZE]
 
-    def hold(self, seconds: float) -> list[float]:
+    def hold(self, seconds: float, sizes: list[int] | None = None) -> list[float]:
+        """Samples for ``seconds``; with ``sizes``, the pool size in force at each one too."""
         samples: list[float] = []
         self.sample()
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             time.sleep(SAMPLE_S)
             samples.append(self.sample())
+            if sizes is not None:
+                sizes.append(self.size())
         return samples
+
+
+#: Samples at a fixed size are autocorrelated (drift, background flushes): their standard
+#: error is wider than stdev/sqrt(n) by about this much (seen on this machine's sweeps).
+AUTOCORRELATION_INFLATION = 1.5
+#: Samples in the rolling mean used for T95 and for the sustained-drop check (10 s).
+ROLLING = 5
+TARGET_SHARE, TARGET_S, TARGET_FLOOR = 0.95, 300.0, 0.85
 
 
 def sweep(
     observer: Observer, server: MariaDBServer, sizes: list[int], seconds: float, passes: int
-) -> dict[int, float]:
+) -> dict[int, list[float]]:
+    """Samples per size, in interleaved passes; the first sample after a change is dropped."""
     by_size: dict[int, list[float]] = {size: [] for size in sizes}
     order = list(sizes)
     for index in range(passes):
@@ -131,7 +155,26 @@ def sweep(
             server.sql(f"SET GLOBAL {SIZE} = {size}")
             samples = observer.hold(seconds)
             by_size[size].extend(samples[1:])  # the first sample mixes two sizes
-    return {size: statistics.fmean(values) for size, values in by_size.items() if values}
+    return {size: values for size, values in by_size.items() if values}
+
+
+def relative_se(values: list[float]) -> float:
+    """Standard error of the mean of ``values``, relative to the mean (autocorrelation-inflated)."""
+    if len(values) < 2 or statistics.fmean(values) <= 0:
+        return float("inf")
+    spread = statistics.stdev(values) / statistics.fmean(values)
+    return AUTOCORRELATION_INFLATION * spread / math.sqrt(len(values))
+
+
+def side_by_side(
+    observer: Observer, server: MariaDBServer, first: int, second: int, seconds: float
+) -> tuple[float, float]:
+    """Mean throughput at two sizes, alternated A/B/A/B (first sample after a change dropped)."""
+    means: dict[int, list[float]] = {first: [], second: []}
+    for size in (first, second, first, second):
+        server.sql(f"SET GLOBAL {SIZE} = {size}")
+        means[size].extend(observer.hold(seconds)[1:])
+    return statistics.fmean(means[first]), statistics.fmean(means[second])
 
 
 @dataclass
@@ -140,25 +183,55 @@ class CaseResult:
     clients: int
     oracle_size: int
     oracle_tps: float
+    default_size: int
     default_tps: float
+    #: Two standard errors of one size's mean in the sweep, relative (the median over sizes).
+    noise: float
     final_tps: float
     final_size: int
+    #: Final size / oracle size, measured side by side after the run.
+    ab_ratio: float
     t95_s: float | None
     knob_changes: int
     worst_drop: float
 
+    @property
+    def gain(self) -> float:
+        return self.oracle_tps / self.default_tps - 1.0
+
+    @property
+    def differs(self) -> bool:
+        """The sweep's best beats the default by more than the noise (of both means)."""
+        return self.gain > self.noise * 2**0.5
+
+    @property
+    def verdict(self) -> str:
+        if self.worst_drop < TARGET_FLOOR:
+            return "DROP"
+        if not self.differs:
+            return "flat"
+        return "met" if self.t95_s is not None and self.t95_s <= TARGET_S else "MISSED"
+
+
+def rolling(series: list[float], width: int = ROLLING) -> list[float]:
+    return [statistics.fmean(series[i : i + width]) for i in range(len(series) - width + 1)]
+
 
 def t95(series: list[float], target: float) -> float | None:
-    for index in range(len(series)):
-        window = series[index : index + 30]
-        if window and sum(v >= 0.95 * target for v in window) >= 0.9 * len(window):
+    """First time after which the 10-s rolling mean stays ≥ 95% of ``target`` for 90% of
+    the next 60 s (or of the rest of the run)."""
+    smooth = rolling(series)
+    horizon = int(60 / SAMPLE_S)
+    for index in range(len(smooth)):
+        window = smooth[index : index + horizon]
+        if window and sum(v >= TARGET_SHARE * target for v in window) >= 0.9 * len(window):
             return index * SAMPLE_S
     return None
 
 
 def run_agent(
     server: MariaDBServer, observer: Observer, seconds: float, state_dir: Path
-) -> tuple[list[float], int]:
+) -> tuple[list[float], list[int], int]:
     config = parse_config(
         {
             "agent": {
@@ -184,14 +257,15 @@ def run_agent(
     loop.start()
     thread = threading.Thread(target=loop.run, daemon=True)
     thread.start()
-    series = observer.hold(seconds)
+    sizes: list[int] = []
+    series = observer.hold(seconds, sizes)
     loop.stop.set()
     thread.join(timeout=30)
     changes = loop.counters.knob_changes
     # Keep the agent's tuple in force for the final figure; shutdown would restore.
     loop.original.clear()
     loop.shutdown()
-    return series, changes
+    return series, sizes, changes
 
 
 def run_case(
@@ -202,7 +276,9 @@ def run_case(
     sweep_seconds: float,
     passes: int,
     agent_seconds: float,
+    ab_seconds: float,
     work_dir: Path,
+    raw: dict[str, object],
 ) -> CaseResult:
     test, server_args = WORKLOADS[workload]
     server = start_mariadb(prefix=f"pooltune-bench-{workload}-", extra_args=server_args)
@@ -212,13 +288,15 @@ def run_case(
         sysbench_process = load.start(
             test,
             threads=clients,
-            time_s=int(sweep_seconds * len(sizes) * passes + agent_seconds + 120),
+            time_s=int(sweep_seconds * len(sizes) * passes + agent_seconds + 4 * ab_seconds + 120),
         )
         metric = "queries" if workload == "point_select" else "transactions"
         observer = Observer(server, metric=metric)
         observer.load_pids = [sysbench_process.pid]
         time.sleep(5)  # warm-up
-        oracle = sweep(observer, server, sizes, sweep_seconds, passes)
+        samples = sweep(observer, server, sizes, sweep_seconds, passes)
+        oracle = {size: statistics.fmean(values) for size, values in samples.items()}
+        noise = 2 * statistics.median(relative_se(values) for values in samples.values())
         default_size = os.cpu_count() or 1
         if default_size in oracle:
             default_tps = oracle[default_size]  # measured interleaved with the others
@@ -229,34 +307,55 @@ def run_case(
         sweep_text = ", ".join(f"{size}: {tps:.0f}" for size, tps in oracle.items())
         foreign = statistics.fmean(observer.foreign_cores or [0.0])
         print(
-            f"# {workload} x{clients}: sweep {{{sweep_text}}}, "
-            f"other processes used {foreign:.2f} cores on average"
+            f"# {workload} x{clients}: sweep {{{sweep_text}}} (noise ±{noise:.1%}), "
+            f"other processes used {foreign:.2f} cores on average",
+            flush=True,
         )
         observer.foreign_cores.clear()
-        series, changes = run_agent(server, observer, agent_seconds, work_dir / workload)
+        series, sizes_in_force, changes = run_agent(
+            server, observer, agent_seconds, work_dir / workload
+        )
+        agent_foreign = statistics.fmean(observer.foreign_cores or [0.0])
         print(
             f"# {workload} x{clients}: agent series "
-            + " ".join(f"{v:.0f}" for v in series)
-            + f"; other processes used {statistics.fmean(observer.foreign_cores or [0.0]):.2f}"
-            " cores on average",
+            + " ".join(f"{v:.0f}@{n}" for v, n in zip(series, sizes_in_force, strict=True))
+            + f"; other processes used {agent_foreign:.2f} cores on average",
             flush=True,
         )
         final_size = observer.size()
         oracle_size = max(oracle, key=lambda size: oracle[size])
+        if final_size == oracle_size:
+            ab_ratio = 1.0
+        else:
+            at_final, at_oracle = side_by_side(
+                observer, server, final_size, oracle_size, ab_seconds
+            )
+            ab_ratio = at_final / at_oracle
         tail = series[-int(60 / SAMPLE_S) :]
-        start = statistics.fmean(series[:5]) if series else default_tps
-        rolling = [statistics.fmean(series[i : i + 3]) for i in range(max(0, len(series) - 2))]
+        start = statistics.fmean(series[:ROLLING]) if series else default_tps
+        smooth = rolling(series)
+        raw[f"{workload}x{clients}"] = {
+            "sweep": {str(size): values for size, values in samples.items()},
+            "agent": series,
+            "agent_sizes": sizes_in_force,
+            "final_size": final_size,
+            "ab_ratio": ab_ratio,
+            "foreign_cores": {"sweep": foreign, "agent": agent_foreign},
+        }
         return CaseResult(
             workload=workload,
             clients=clients,
             oracle_size=oracle_size,
             oracle_tps=oracle[oracle_size],
+            default_size=default_size,
             default_tps=default_tps,
+            noise=noise,
             final_tps=statistics.fmean(tail) if tail else 0.0,
             final_size=final_size,
+            ab_ratio=ab_ratio,
             t95_s=t95(series, oracle[oracle_size]),
             knob_changes=changes,
-            worst_drop=min(rolling) / start if rolling and start > 0 else 1.0,
+            worst_drop=min(smooth) / start if smooth and start > 0 else 1.0,
         )
     finally:
         load.stop_all()
@@ -265,8 +364,9 @@ def run_case(
 
 def print_table(results: list[CaseResult]) -> None:
     header = (
-        f"{'workload':<13}{'clients':>8}{'oracle':>12}{'default':>9}{'final':>9}"
-        f"{'/oracle':>9}{'/default':>9}{'T95 s':>8}{'changes':>9}{'worst':>7}"
+        f"{'workload':<13}{'clients':>8}{'oracle':>12}{'default':>11}{'gain':>7}{'noise':>7}"
+        f"{'final':>11}{'/oracle':>9}{'/default':>9}{'A/B':>6}{'T95 s':>7}{'changes':>8}"
+        f"{'worst':>7}  verdict"
     )
     print(header + "   (point_select in queries/s, the others in transactions/s)")
     print("-" * len(header))
@@ -274,9 +374,10 @@ def print_table(results: list[CaseResult]) -> None:
         t95_text = "-" if r.t95_s is None else f"{r.t95_s:.0f}"
         print(
             f"{r.workload:<13}{r.clients:>8}{r.oracle_tps:>8.0f}@{r.oracle_size:<3}"
-            f"{r.default_tps:>9.0f}{r.final_tps:>6.0f}@{r.final_size:<2}"
+            f"{r.default_tps:>8.0f}@{r.default_size:<2}{r.gain:>+7.0%}{r.noise:>7.1%}"
+            f"{r.final_tps:>8.0f}@{r.final_size:<2}"
             f"{r.final_tps / r.oracle_tps:>9.2f}{r.final_tps / r.default_tps:>9.2f}"
-            f"{t95_text:>8}{r.knob_changes:>9}{r.worst_drop:>7.2f}"
+            f"{r.ab_ratio:>6.2f}{t95_text:>7}{r.knob_changes:>8}{r.worst_drop:>7.2f}  {r.verdict}"
         )
 
 
@@ -287,14 +388,22 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 def main() -> None:
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="point_select,read_only,read_write,io_bound")
+    parser.add_argument(
+        "--workloads",
+        default="read_only,read_write,io_bound",
+        help=f"comma-separated, of {', '.join(WORKLOADS)} (point_select: too noisy on 2 cores)",
+    )
     parser.add_argument("--clients", default="16,64")
     parser.add_argument("--sizes", default="1,2,4,8,16,32")
     parser.add_argument("--sweep-seconds", type=float, default=12.0)
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--agent-seconds", type=float, default=300.0)
+    parser.add_argument(
+        "--ab-seconds", type=float, default=12.0, help="per leg of the final side-by-side check"
+    )
     parser.add_argument("--quick", action="store_true", help="read_only at 16 clients, short")
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/pooltune-bench"))
+    parser.add_argument("--json", type=Path, default=None, help="write every sample here")
     args = parser.parse_args()
     if args.quick:
         args.workloads, args.clients, args.sizes = "read_only", "16", "1,2,4,8,16"
@@ -302,6 +411,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
+    raw: dict[str, object] = {}
     for workload in args.workloads.split(","):
         for clients in (int(c) for c in args.clients.split(",")):
             result = run_case(
@@ -311,12 +421,21 @@ def main() -> None:
                 sweep_seconds=args.sweep_seconds,
                 passes=args.passes,
                 agent_seconds=args.agent_seconds,
+                ab_seconds=args.ab_seconds,
                 work_dir=args.work_dir,
+                raw=raw,
             )
             results.append(result)
             print_table([result])
+            if args.json:
+                args.json.write_text(json.dumps(raw, indent=1))
     print()
     print_table(results)
+    print(
+        "verdict: met / MISSED = reached 95% of the oracle within 5 min or not, where the sweep"
+        " differs beyond its noise; flat = it does not; DROP = a 10-s mean fell below 0.85 of"
+        " the start"
+    )
 
 
 if __name__ == "__main__":

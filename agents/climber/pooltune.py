@@ -67,7 +67,7 @@ class PooltuneConfig:
     #: Only samples this recent count for comparisons (drift).
     recent_window: int = 30
     #: Roll back when a probe's first samples are this far (relative) below the best.
-    rollback_drop: float = 0.3
+    rollback_drop: float = 0.15
     #: Hold: CUSUM slack and threshold (in noise units), winsorising clip, baseline EWMA,
     #: and the smallest relative change worth detecting.
     cusum_slack: float = 1.0
@@ -398,7 +398,8 @@ class PooltuneClimber(Climber):
                 return _Verdict.WORSE
             reference = self._recent(self._top) or reference_before
             samples = self._recent(probe)
-            smaller = probe.get(self.space.size.name, 0) < self._top.get(self.space.size.name, 0)
+            probe_size = probe.get(self.space.size.name, 0)
+            smaller = probe_size < self._top.get(self.space.size.name, 0)
             verdict = self._compare(
                 reference,
                 samples,
@@ -407,6 +408,9 @@ class PooltuneClimber(Climber):
                 loss_tolerance=(
                     cfg.economy_epsilon if smaller and not stay and self._flat_votes >= 2 else None
                 ),
+                # Fewer groups than cores leave cores idle on a busy server: a tie down there
+                # must be seen, not merely "not disproved" by noisy samples.
+                prove_tie=smaller and not stay and probe_size < self.cpu_count,
             )
             if verdict is not _Verdict.UNSURE:
                 return verdict
@@ -440,7 +444,11 @@ class PooltuneClimber(Climber):
         final: bool,
         stay: bool = False,
         loss_tolerance: float | None = None,
+        prove_tie: bool = False,
     ) -> _Verdict:
+        """BETTER / WORSE / EQUAL once the samples tell, else UNSURE; at ``final`` a verdict
+        is forced: an unproven gain is no gain, and an unproven tie (``prove_tie``: the probe
+        is smaller, below the core count) is a tie only if the probe did not measure lower."""
         cfg = self.config
         if not reference or not probe:
             return _Verdict.UNSURE
@@ -458,7 +466,7 @@ class PooltuneClimber(Climber):
             # Where ties keep the current value, an unproven gain must be twice as large.
             if difference > (2 * cfg.epsilon if stay else cfg.epsilon):
                 verdict = _Verdict.BETTER
-            elif difference < -tolerance:
+            elif difference < -tolerance or (prove_tie and difference < 0):
                 verdict = _Verdict.WORSE
             else:
                 verdict = _Verdict.EQUAL

@@ -100,13 +100,13 @@ def rogue(wanted: dict[str, int]) -> tuple[ClimberFactory, list[RogueClimber]]:
     return factory, built
 
 
-
 def run_until(loop: AgentLoop, phase: Phase, *, limit: int) -> None:
     """Iterate until the loop reaches ``phase`` (at most ``limit`` iterations)."""
     for _ in range(limit):
         loop.iterate()
         if loop.phase is phase:
             return
+
 
 def test_values_outside_the_bounds_are_clipped_never_applied(tmp_path: Path) -> None:
     target = FakeTarget()
