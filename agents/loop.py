@@ -575,6 +575,7 @@ class AgentLoop:
             connections=rates.connections,
             latency_ms=rates.latency_ms,
             knobs=dict(in_force),
+            cpu_busy=rates.cpu_busy,
         )
         wanted = self.climber.step(sample)
         self.climb.fed_samples += 1
@@ -700,6 +701,7 @@ class AgentLoop:
                 connections=rates.connections,
                 latency_ms=rates.latency_ms,
                 knobs=dict(in_force),
+                cpu_busy=rates.cpu_busy,
             )
         )
         if not self.climber.converged:

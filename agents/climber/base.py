@@ -28,6 +28,9 @@ class Sample:
     latency_ms: float | None
     #: The knob values actually in force, read back from the server.
     knobs: dict[str, int]
+    #: CPU cores the server process used over the sample (None when the agent cannot read
+    #: the server's CPU time, e.g. when it runs on another host).
+    cpu_busy: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,11 @@ class PooltuneConfig:
     secondary_step: float = 2.0
     #: Throughput below which the climber waits instead of climbing (per second).
     min_throughput: float = 0.0
+    #: A server that keeps this share of the cores busy at the best tuple is CPU-bound:
+    #: fewer groups than cores cannot be faster, so sizes below the core count are not
+    #: probed (each such probe costs a throughput dip). 0 disables; needs the server's
+    #: CPU time in the samples.
+    cpu_bound_share: float = 0.85
 
 
 class PooltuneState(enum.StrEnum):
@@ -117,6 +122,8 @@ class PooltuneClimber(Climber):
         self._state = PooltuneState.SEARCH_SIZE
         self._converged = False
         self._archive: dict[tuple[tuple[str, int], ...], list[tuple[int, float]]] = {}
+        #: CPU cores the server used, per tuple (same layout as the archive).
+        self._cpu_busy: dict[tuple[tuple[str, int], ...], list[tuple[int, float]]] = {}
         self._noise_ss = 0.0
         self._noise_dof = 0.0
         self._range: dict[str, tuple[int, int]] = {}
@@ -180,6 +187,8 @@ class PooltuneClimber(Climber):
             return dict(self._current)
         level = math.log(sample.throughput)
         self._archive.setdefault(_key(self._current), []).append((self.steps, level))
+        if sample.cpu_busy is not None and math.isfinite(sample.cpu_busy):
+            self._cpu_busy.setdefault(_key(self._current), []).append((self.steps, sample.cpu_busy))
         if self._state is PooltuneState.HOLD:
             self._hold(level, sample.connections)
             return dict(self._current)
@@ -197,6 +206,7 @@ class PooltuneClimber(Climber):
     # ----------------------------------------------------------------- program
     def _start_program(self, *, cold: bool) -> None:
         self._archive.clear()
+        self._cpu_busy.clear()
         self._top = dict(self._current)
         self._converged = False
         self._state = PooltuneState.SEARCH_SIZE
@@ -389,6 +399,8 @@ class PooltuneClimber(Climber):
     ) -> Generator[_Request, None, _Verdict]:
         cfg = self.config
         yield from self._ensure_reference()
+        if self._cpu_bound_below_cores(probe):
+            return _Verdict.WORSE
         reference_before = self._recent(self._top)
         yield (probe, cfg.min_samples)
         while True:
@@ -415,6 +427,24 @@ class PooltuneClimber(Climber):
             if verdict is not _Verdict.UNSURE:
                 return verdict
             yield (probe, 1)
+
+    def _cpu_bound_below_cores(self, probe: Mapping[str, int]) -> bool:
+        """The probe has fewer groups than cores while the server keeps ≥ ``cpu_bound_share``
+        of them busy at the best tuple: it can only lose (GUARD event, not probed)."""
+        size = self.space.size.name
+        share = self.config.cpu_bound_share
+        if share <= 0 or probe.get(size, 0) >= min(self.cpu_count, self._top.get(size, 0)):
+            return False
+        horizon = self.steps - self.config.recent_window
+        busy = [v for t, v in self._cpu_busy.get(_key(self._top), []) if t > horizon]
+        if not busy or sum(busy) / len(busy) < share * self.cpu_count:
+            return False
+        self._event(
+            EventKind.GUARD,
+            f"{size}={probe[size]} not probed: below the {self.cpu_count} cores while the "
+            f"server keeps {sum(busy) / len(busy):.1f} of them busy",
+        )
+        return True
 
     # ----------------------------------------------------------------- statistics
     def _recent(self, knobs: Mapping[str, int]) -> list[float]:

@@ -17,7 +17,8 @@ and the server's CPU time on a real host, latency and CPU come per *statement*:
 profile field               agent's profile vs :meth:`SimServer.measured_profile`
 ==========================  ====================================================
 qps, tps, connections,      the same (no measurement noise here; the sample
-active_connections,         noise is the simulator's)
+active_connections,         noise is the simulator's; the pool's gauges are the
+                            model's occupancy)
 read_fraction,
 lock_waits_per_s
 latency_ms, cpu_ms, think   per statement, as in measured_profile
@@ -185,12 +186,20 @@ class SimulatedTarget:
         if cpu_ms is not None:
             self._cpu_seconds += statements * cpu_ms / 1000.0
         connections = float(sample.connections)
-        # Clients not thinking are executing or queued in the pool (Little's law); how many
-        # execute comes from the model at the tuple in force, the rest wait in the queue.
-        active = min(connections, max(0.0, connections - sample.throughput * think_s))
-        executing = active
         if isinstance(curve, WorkloadCurve):
-            executing = min(active, curve.workload.occupancy(self.knobs)[1])
+            # The pool's gauges are counts the server keeps (threads executing, requests
+            # queued): over an interval they average to the model's occupancy at the tuple
+            # in force, which keeps Little's law with the sample's throughput and latency
+            # (the noise moves both inversely). Deriving them as connections minus
+            # throughput × think time, as before, turned the throughput noise of a light
+            # load, where most clients think, into a queue that was not there.
+            _, executing, queued = curve.workload.occupancy(self.knobs)
+            executing = min(connections, executing)
+            active = min(connections, executing + queued)
+        else:
+            # Clients not thinking are executing (Little's law); no pool model to queue them.
+            active = min(connections, max(0.0, connections - sample.throughput * think_s))
+            executing = active
         return Snapshot(
             taken_at=self.now,
             uptime_s=self.now + 1000.0,

@@ -236,3 +236,56 @@ def test_cuts_a_pool_larger_than_the_connection_count() -> None:
     run = drive(climber, curve, start={SIZE: 128}, samples=10)
     assert EventKind.GUARD in kinds(climber)
     assert max(run.sizes[5:]) <= 20
+
+
+TWO_CORE_PLATEAU = KneeCurve(rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2)
+
+
+def test_a_cpu_bound_server_is_never_probed_below_its_core_count() -> None:
+    # Two cores, a CPU-bound plateau from two groups up: one group leaves a core idle.
+    curve = TWO_CORE_PLATEAU
+    assert curve.expected({SIZE: 1})[0] < 0.6 * curve.expected({SIZE: 2})[0]
+
+    def busy_cores(index: int, sample: Sample) -> Sample:
+        # The server keeps both cores busy from two groups up (one group: one core).
+        return replace(sample, cpu_busy=0.97 * min(sample.knobs[SIZE], 2))
+
+    probed_one_without_cpu = guards = 0
+    for seed in range(5):
+        guarded = pooltune(cpus=2)
+        run = drive(
+            guarded,
+            curve,
+            start={SIZE: 2},
+            samples=300,
+            noise=NoiseConfig(cv=0.05),
+            seed=seed,
+            sample_filter=busy_cores,
+        )
+        assert min(run.sizes) >= 2
+        guards += any(
+            e.kind is EventKind.GUARD and "not probed" in e.reason for e in guarded.events
+        )
+        blind = pooltune(cpus=2)
+        run = drive(
+            blind, curve, start={SIZE: 2}, samples=300, noise=NoiseConfig(cv=0.05), seed=seed
+        )
+        probed_one_without_cpu += min(run.sizes) == 1
+    # Without the server's CPU time the climber has to look (the guard is what spared it).
+    assert probed_one_without_cpu >= 3
+    assert guards >= probed_one_without_cpu
+
+
+def test_a_server_with_idle_cores_may_still_be_probed_below_them() -> None:
+    curve = TWO_CORE_PLATEAU
+    climber = pooltune(cpus=2)
+    run = drive(
+        climber,
+        curve,
+        start={SIZE: 2},
+        samples=300,
+        noise=NoiseConfig(cv=0.05),
+        sample_filter=lambda index, sample: replace(sample, cpu_busy=1.2),  # 60% of 2 cores
+    )
+    assert not any(e.kind is EventKind.GUARD for e in climber.events)
+    assert min(run.sizes) == 1
