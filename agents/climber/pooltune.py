@@ -74,6 +74,8 @@ class PooltuneConfig:
     cusum_threshold: float = 10.0
     cusum_clip: float = 3.0
     baseline_alpha: float = 0.05
+    #: Hold: EWMA weight of the noise learned around the held level.
+    hold_noise_alpha: float = 0.02
     min_change: float = 0.2
     #: Hold: a change of the connection count by this factor for 2 samples is a change.
     connections_change: float = 1.3
@@ -135,6 +137,8 @@ class PooltuneClimber(Climber):
         self._connections_ref: float | None = None
         self._connections_strikes = 0
         self._baseline: float | None = None
+        #: Variance of log throughput around the held level (winsorised EWMA).
+        self._hold_variance: float | None = None
         self._cusum_high = 0.0
         self._cusum_low = 0.0
         self._suspended_from: PooltuneState | None = None
@@ -366,7 +370,12 @@ class PooltuneClimber(Climber):
                 ):
                     continue
                 probe = neighbour(center, side, h)
-                if probe == center:
+                # Integer sizes: a half step may round onto a point already bracketed out.
+                if (
+                    probe == center
+                    or coordinate(probe) <= low_bound + 1e-9
+                    or coordinate(probe) >= high_bound - 1e-9
+                ):
                     continue
                 previous = coordinate(center)
                 verdict = yield from self._probe(probe, stay=not economy)
@@ -524,6 +533,7 @@ class PooltuneClimber(Climber):
         recent = self._recent(self._current)
         self._baseline = sum(recent) / len(recent) if recent else None
         self._cusum_high = self._cusum_low = 0.0
+        self._hold_variance = None
         self._connections_strikes = 0
         if not self._converged:
             self._converged = True
@@ -546,7 +556,15 @@ class PooltuneClimber(Climber):
             self._noise() * cfg.autocorrelation_inflation,
             math.log1p(cfg.min_change) / cfg.cusum_clip,
         )
+        if self._hold_variance is None:
+            self._hold_variance = noise**2
+        # The noise seen while holding: probes are short, and a real server also wanders
+        # over tens of seconds, which the short probes never see.
+        noise = max(noise, math.sqrt(self._hold_variance))
         residual = max(-cfg.cusum_clip, min(cfg.cusum_clip, (level - self._baseline) / noise))
+        self._hold_variance += cfg.hold_noise_alpha * (
+            (residual * noise) ** 2 - self._hold_variance
+        )
         self._cusum_high = max(0.0, self._cusum_high + residual - cfg.cusum_slack)
         self._cusum_low = max(0.0, self._cusum_low - residual - cfg.cusum_slack)
         # Follow slow drift; a clipped residual keeps spikes from dragging the baseline.
