@@ -75,3 +75,26 @@ def test_io_bound_simulated_workload_starts_above_the_cores(tmp_path: Path) -> N
     loop = run_agent(tmp_path, target, samples=8)
     assert loop.climb is not None
     assert loop.climb.start_tuple[SIZE] > 8
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_light_load_profile_agrees_with_the_simulator(seed: int) -> None:
+    """What the agent measures on a light load (most clients thinking) matches the model:
+    the pool's gauges are counts, not connections minus throughput x think time, so the
+    throughput noise does not invent a queue (which used to erase the off-CPU wait W)."""
+    from agents.profile import build_profile
+
+    rng = np.random.default_rng(seed)
+    workload = random_workload(rng, kind="light", cores=16, connections=600)
+    target = SimulatedTarget(SimServer(workload, seed=seed), hostname="light")
+    measured = build_profile([target.read_counters() for _ in range(16)])
+    truth = SimServer(workload, seed=seed).measured_profile(
+        rng, knobs=target.knobs, window_s=30.0, measurement_cv=0.0
+    )
+    _, executing, queued = workload.occupancy(target.knobs)
+    assert measured.active_connections == pytest.approx(executing + queued, rel=1e-6)
+    assert measured.wait_ms_per_request is not None and truth.wait_ms_per_request is not None
+    # The 5% sample noise moves latency, and W is latency minus CPU minus queueing.
+    assert measured.wait_ms_per_request == pytest.approx(
+        truth.wait_ms_per_request, rel=0.25, abs=0.02
+    )
