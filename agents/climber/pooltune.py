@@ -84,11 +84,12 @@ class PooltuneConfig:
     secondary_step: float = 2.0
     #: Throughput below which the climber waits instead of climbing (per second).
     min_throughput: float = 0.0
-    #: A server that keeps this share of the cores busy at the best tuple is CPU-bound:
-    #: fewer groups than cores cannot be faster, so sizes below the core count are not
-    #: probed (each such probe costs a throughput dip). 0 disables; needs the server's
-    #: CPU time in the samples.
-    cpu_bound_share: float = 0.85
+    #: A group runs about one thread at a time, so a pool of ``n`` groups below the core
+    #: count can keep about ``n`` cores busy: when the server uses more than this many
+    #: times ``n`` cores at the best tuple, size ``n`` would cap its CPU and is not probed
+    #: (each such probe costs a throughput dip). 0 disables; needs the server's CPU time
+    #: in the samples.
+    cpu_cap_margin: float = 1.1
 
 
 class PooltuneState(enum.StrEnum):
@@ -438,20 +439,22 @@ class PooltuneClimber(Climber):
             yield (probe, 1)
 
     def _cpu_bound_below_cores(self, probe: Mapping[str, int]) -> bool:
-        """The probe has fewer groups than cores while the server keeps ≥ ``cpu_bound_share``
-        of them busy at the best tuple: it can only lose (GUARD event, not probed)."""
+        """The probe has fewer groups than cores, and fewer than the cores the server uses
+        at the best tuple (with ``cpu_cap_margin``): it would cap the server's CPU and can
+        only lose (GUARD event, not probed)."""
         size = self.space.size.name
-        share = self.config.cpu_bound_share
-        if share <= 0 or probe.get(size, 0) >= min(self.cpu_count, self._top.get(size, 0)):
+        margin = self.config.cpu_cap_margin
+        probe_size = probe.get(size, 0)
+        if margin <= 0 or probe_size >= min(self.cpu_count, self._top.get(size, 0)):
             return False
         horizon = self.steps - self.config.recent_window
         busy = [v for t, v in self._cpu_busy.get(_key(self._top), []) if t > horizon]
-        if not busy or sum(busy) / len(busy) < share * self.cpu_count:
+        if not busy or sum(busy) / len(busy) < margin * probe_size:
             return False
         self._event(
             EventKind.GUARD,
-            f"{size}={probe[size]} not probed: below the {self.cpu_count} cores while the "
-            f"server keeps {sum(busy) / len(busy):.1f} of them busy",
+            f"{size}={probe_size} not probed: the server uses {sum(busy) / len(busy):.1f} of "
+            f"{self.cpu_count} cores at {self._top[size]}, more than {probe_size} groups can run",
         )
         return True
 

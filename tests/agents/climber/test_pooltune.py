@@ -241,14 +241,15 @@ def test_cuts_a_pool_larger_than_the_connection_count() -> None:
 TWO_CORE_PLATEAU = KneeCurve(rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2)
 
 
-def test_a_cpu_bound_server_is_never_probed_below_its_core_count() -> None:
+def test_a_server_using_more_cores_than_a_smaller_pool_can_run_is_not_probed_there() -> None:
     # Two cores, a CPU-bound plateau from two groups up: one group leaves a core idle.
     curve = TWO_CORE_PLATEAU
     assert curve.expected({SIZE: 1})[0] < 0.6 * curve.expected({SIZE: 2})[0]
 
     def busy_cores(index: int, sample: Sample) -> Sample:
-        # The server keeps both cores busy from two groups up (one group: one core).
-        return replace(sample, cpu_busy=0.97 * min(sample.knobs[SIZE], 2))
+        # The load generator shares the host: the server gets 1.25 cores from two groups up
+        # (as on the 2-core benchmark machine), one core from one group.
+        return replace(sample, cpu_busy=1.25 if sample.knobs[SIZE] >= 2 else 0.98)
 
     probed_one_without_cpu = guards = 0
     for seed in range(5):
@@ -276,7 +277,7 @@ def test_a_cpu_bound_server_is_never_probed_below_its_core_count() -> None:
     assert guards >= probed_one_without_cpu
 
 
-def test_a_server_with_idle_cores_may_still_be_probed_below_them() -> None:
+def test_a_server_using_less_than_a_core_may_still_be_probed_at_one_group() -> None:
     curve = TWO_CORE_PLATEAU
     climber = pooltune(cpus=2)
     run = drive(
@@ -285,7 +286,8 @@ def test_a_server_with_idle_cores_may_still_be_probed_below_them() -> None:
         start={SIZE: 2},
         samples=300,
         noise=NoiseConfig(cv=0.05),
-        sample_filter=lambda index, sample: replace(sample, cpu_busy=1.2),  # 60% of 2 cores
+        # Less than one core in use (the load waits elsewhere): one group could run it.
+        sample_filter=lambda index, sample: replace(sample, cpu_busy=0.9),
     )
     assert not any(e.kind is EventKind.GUARD for e in climber.events)
     assert min(run.sizes) == 1
