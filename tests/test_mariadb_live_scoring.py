@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from benchmarks.mariadb_live import CaseResult, relative_se, rolling, t95
+from benchmarks.mariadb_live import (
+    CaseResult,
+    dip,
+    relative_se,
+    rolling,
+    score_case,
+    sweep_at,
+    t95,
+)
 
 
 def case(**changes: object) -> CaseResult:
@@ -19,9 +29,11 @@ def case(**changes: object) -> CaseResult:
         "final_tps": 1180.0,
         "final_size": 8,
         "ab_ratio": 1.0,
+        "sweep_final": 0.98,
         "t95_s": 60.0,
         "knob_changes": 6,
         "worst_drop": 0.97,
+        "dip": 0.95,
     }
     fields.update(changes)
     return CaseResult(**fields)  # type: ignore[arg-type]
@@ -67,4 +79,33 @@ def test_verdicts() -> None:
     assert case(t95_s=400.0).verdict == "MISSED"
     # Best over default by 3% with ±4% noise on each mean: the sweep does not tell them apart.
     assert case(oracle_tps=1030.0, t95_s=None).verdict == "flat"
-    assert case(worst_drop=0.80).verdict == "DROP"
+    assert case(dip=0.80).verdict == "DROP"
+    # The server's own drift since the start does not count against the agent.
+    assert case(worst_drop=0.80).verdict == "met"
+
+
+def test_dip_scores_each_size_the_agent_stayed_at_by_the_sweep() -> None:
+    oracle = {1: 60.0, 2: 100.0, 4: 110.0, 8: 105.0}
+    assert sweep_at(oracle, 3) == pytest.approx(100.0 + 10.0 * math.log(1.5) / math.log(2))
+    assert sweep_at(oracle, 64) == 105.0
+    # Two samples at 1 after its mixed first one: 60 / 100.
+    assert dip([2] * 10 + [1] * 3 + [2] * 5 + [4] * 20, oracle, 2) == pytest.approx(0.6)
+    # One sample after the mixed one (2 s) is a glance, not a stay.
+    assert dip([2] * 10 + [1] * 2 + [2] * 5 + [4] * 20, oracle, 2) == 1.0
+
+
+def test_a_recorded_case_scores_the_same_again() -> None:
+    recorded = {
+        "sweep": {"1": [50.0, 54.0], "2": [98.0, 102.0], "4": [118.0, 122.0]},
+        "default_size": 2,
+        "default_tps": 100.0,
+        "agent": [100.0] * 5 + [120.0] * 40,
+        "agent_sizes": [2] * 5 + [4] * 40,
+        "final_size": 4,
+        "ab_ratio": 1.0,
+        "knob_changes": 1,
+    }
+    result = score_case("read_only", 16, recorded)
+    assert (result.oracle_size, result.oracle_tps, result.default_tps) == (4, 120.0, 100.0)
+    assert result.final_tps == 120.0 and result.dip == 1.0
+    assert result.verdict == "met" and result.t95_s is not None and result.t95_s <= 10
