@@ -125,6 +125,8 @@ class PooltuneClimber(Climber):
         self._state = PooltuneState.SEARCH_SIZE
         self._converged = False
         self._archive: dict[tuple[tuple[str, int], ...], list[tuple[int, float]]] = {}
+        #: The last EQUAL verdict was forced by the sample cap, not shown by the test.
+        self._forced_tie = False
         #: CPU cores the server used, per tuple (same layout as the archive).
         self._cpu_busy: dict[tuple[tuple[str, int], ...], list[tuple[int, float]]] = {}
         self._noise_ss = 0.0
@@ -314,22 +316,38 @@ class PooltuneClimber(Climber):
         first = -1 if (dim is self.space.size and center[dim.name] > 2 * self.cpu_count) else 1
         direction = 0
         for candidate_direction in (first, -first):
-            probe = neighbour(center, candidate_direction, step)
+            h = step
+            while True:
+                probe = neighbour(center, candidate_direction, h)
+                if probe == center:
+                    break
+                verdict = yield from self._probe(probe, stay=not economy)
+                # A tie the noise forced (no proof either way) one small step up says little
+                # on a noisy server: look a larger step farther before closing that side.
+                if (
+                    verdict is _Verdict.EQUAL
+                    and self._forced_tie
+                    and economy
+                    and candidate_direction > 0
+                    and h < cfg.equal_bracket_step * cfg.expand
+                ):
+                    h *= cfg.expand
+                    continue
+                break
             if probe == center:
                 continue
-            verdict = yield from self._probe(probe, stay=not economy)
             if verdict is _Verdict.BETTER:
                 self._top = center = probe
                 direction = candidate_direction
                 break
             if verdict is _Verdict.EQUAL and economy and candidate_direction < 0:
-                self._flat_votes += int(step >= cfg.equal_bracket_step)
+                self._flat_votes += int(h >= cfg.equal_bracket_step)
                 high_bound = coordinate(center)
                 center = probe
                 direction = -1
                 break
             if candidate_direction > 0:
-                high_bound = upper_bound(verdict, probe, center, step)
+                high_bound = upper_bound(verdict, probe, center, h)
             else:
                 low_bound = coordinate(probe)
         h = step
@@ -504,7 +522,9 @@ class PooltuneClimber(Climber):
             verdict = _Verdict.WORSE
         elif -tolerance <= difference <= cfg.epsilon and cfg.z * stderr <= 3 * cfg.epsilon:
             verdict = _Verdict.EQUAL
+            self._forced_tie = False
         elif final:
+            self._forced_tie = True
             # Where ties keep the current value, an unproven gain must be twice as large.
             if difference > (2 * cfg.epsilon if stay else cfg.epsilon):
                 verdict = _Verdict.BETTER
