@@ -173,6 +173,13 @@ def relative_se(values: list[float]) -> float:
     return AUTOCORRELATION_INFLATION * spread / math.sqrt(len(values))
 
 
+def sweep_summary(samples: dict[int, list[float]]) -> tuple[dict[int, float], float]:
+    """Mean throughput per size, and the sweep's noise: two standard errors of a size's mean
+    (relative, the median over sizes)."""
+    oracle = {size: statistics.fmean(values) for size, values in samples.items()}
+    return oracle, 2 * statistics.median(relative_se(values) for values in samples.values())
+
+
 def side_by_side(
     observer: Observer, server: MariaDBServer, first: int, second: int, seconds: float
 ) -> tuple[float, float]:
@@ -269,8 +276,7 @@ def dip(sizes: list[int], oracle: dict[int, float], start_size: int) -> float:
 
 def score_case(workload: str, clients: int, case: dict[str, Any]) -> CaseResult:
     """A case's figures from its raw samples (what ``--json`` writes)."""
-    samples = {int(size): values for size, values in case["sweep"].items()}
-    oracle = {size: statistics.fmean(values) for size, values in samples.items()}
+    oracle, noise = sweep_summary({int(size): values for size, values in case["sweep"].items()})
     oracle_size = max(oracle, key=lambda size: oracle[size])
     series: list[float] = case["agent"]
     sizes: list[int] = case["agent_sizes"]
@@ -285,7 +291,7 @@ def score_case(workload: str, clients: int, case: dict[str, Any]) -> CaseResult:
         oracle_tps=oracle[oracle_size],
         default_size=default_size,
         default_tps=float(case.get("default_tps", oracle.get(default_size, math.nan))),
-        noise=2 * statistics.median(relative_se(values) for values in samples.values()),
+        noise=noise,
         final_tps=statistics.fmean(tail) if tail else 0.0,
         final_size=int(case["final_size"]),
         ab_ratio=float(case["ab_ratio"]),
@@ -367,8 +373,7 @@ def run_case(
         observer.load_pids = [sysbench_process.pid]
         time.sleep(5)  # warm-up
         samples = sweep(observer, server, sizes, sweep_seconds, passes)
-        oracle = {size: statistics.fmean(values) for size, values in samples.items()}
-        noise = 2 * statistics.median(relative_se(values) for values in samples.values())
+        oracle, noise = sweep_summary(samples)
         default_size = os.cpu_count() or 1
         if default_size in oracle:
             default_tps = oracle[default_size]  # measured interleaved with the others

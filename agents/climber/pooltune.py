@@ -467,11 +467,12 @@ class PooltuneClimber(Climber):
             return False
         horizon = self.steps - self.config.recent_window
         busy = [v for t, v in self._cpu_busy.get(_key(self._top), []) if t > horizon]
-        if not busy or sum(busy) / len(busy) < margin * probe_size:
+        used = sum(busy) / len(busy) if busy else 0.0
+        if used < margin * probe_size:
             return False
         self._event(
             EventKind.GUARD,
-            f"{size}={probe_size} not probed: the server uses {sum(busy) / len(busy):.1f} of "
+            f"{size}={probe_size} not probed: the server uses {used:.1f} of "
             f"{self.cpu_count} cores at {self._top[size]}, more than {probe_size} groups can run",
         )
         return True

@@ -4,6 +4,7 @@ detection, drift tolerance, warm start, tuple climbing, manual changes, suspensi
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -241,53 +242,54 @@ def test_cuts_a_pool_larger_than_the_connection_count() -> None:
 TWO_CORE_PLATEAU = KneeCurve(rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2)
 
 
+def climb_two_cores(
+    seed: int = 0, cpu_busy: Callable[[Sample], float] | None = None
+) -> tuple[PooltuneClimber, list[int]]:
+    """A 2-core climber on :data:`TWO_CORE_PLATEAU` from size 2; ``cpu_busy`` gives the
+    server's CPU cores per sample (None: the agent cannot read them)."""
+    climber = pooltune(cpus=2)
+    run = drive(
+        climber,
+        TWO_CORE_PLATEAU,
+        start={SIZE: 2},
+        samples=300,
+        noise=NoiseConfig(cv=0.05),
+        seed=seed,
+        sample_filter=(
+            None
+            if cpu_busy is None
+            else lambda _, sample: replace(sample, cpu_busy=cpu_busy(sample))
+        ),
+    )
+    return climber, run.sizes
+
+
 def test_a_server_using_more_cores_than_a_smaller_pool_can_run_is_not_probed_there() -> None:
     # Two cores, a CPU-bound plateau from two groups up: one group leaves a core idle.
     curve = TWO_CORE_PLATEAU
     assert curve.expected({SIZE: 1})[0] < 0.6 * curve.expected({SIZE: 2})[0]
 
-    def busy_cores(index: int, sample: Sample) -> Sample:
+    def busy_cores(sample: Sample) -> float:
         # The load generator shares the host: the server gets 1.25 cores from two groups up
         # (as on the 2-core benchmark machine), one core from one group.
-        return replace(sample, cpu_busy=1.25 if sample.knobs[SIZE] >= 2 else 0.98)
+        return 1.25 if sample.knobs[SIZE] >= 2 else 0.98
 
     probed_one_without_cpu = guards = 0
     for seed in range(5):
-        guarded = pooltune(cpus=2)
-        run = drive(
-            guarded,
-            curve,
-            start={SIZE: 2},
-            samples=300,
-            noise=NoiseConfig(cv=0.05),
-            seed=seed,
-            sample_filter=busy_cores,
-        )
-        assert min(run.sizes) >= 2
+        guarded, sizes = climb_two_cores(seed, busy_cores)
+        assert min(sizes) >= 2
         guards += any(
             e.kind is EventKind.GUARD and "not probed" in e.reason for e in guarded.events
         )
-        blind = pooltune(cpus=2)
-        run = drive(
-            blind, curve, start={SIZE: 2}, samples=300, noise=NoiseConfig(cv=0.05), seed=seed
-        )
-        probed_one_without_cpu += min(run.sizes) == 1
+        _, sizes = climb_two_cores(seed)
+        probed_one_without_cpu += min(sizes) == 1
     # Without the server's CPU time the climber has to look (the guard is what spared it).
     assert probed_one_without_cpu >= 3
     assert guards >= probed_one_without_cpu
 
 
 def test_a_server_using_less_than_a_core_may_still_be_probed_at_one_group() -> None:
-    curve = TWO_CORE_PLATEAU
-    climber = pooltune(cpus=2)
-    run = drive(
-        climber,
-        curve,
-        start={SIZE: 2},
-        samples=300,
-        noise=NoiseConfig(cv=0.05),
-        # Less than one core in use (the load waits elsewhere): one group could run it.
-        sample_filter=lambda index, sample: replace(sample, cpu_busy=0.9),
-    )
+    # Less than one core in use (the load waits elsewhere): one group could run it.
+    climber, sizes = climb_two_cores(cpu_busy=lambda sample: 0.9)
     assert not any(e.kind is EventKind.GUARD for e in climber.events)
-    assert min(run.sizes) == 1
+    assert min(sizes) == 1
