@@ -235,6 +235,62 @@ class CollectorStats:
     last_error: str = ""
 
 
+#: Picoseconds per second (performance_schema timers count picoseconds).
+_PICOSECONDS = 1e12
+
+
+@dataclass(slots=True)
+class SyncWaitsCollector:
+    """performance_schema's synchronisation waits on mutexes, rw-locks and sx-locks
+    (``wait/synch/{mutex,rwlock,sxlock}/%``) summed over the server: the time spent
+    acquiring latches, the contention that makes more threads cost more than they bring.
+    Condition variables (``wait/synch/cond/%``) are left out: they time idle threads
+    waiting for work (on a 2-core MariaDB under sysbench, 0.1–0.9 ms per statement at any
+    pool size, while the mutex time grew 16× from pool size 2 to 16).
+
+    Only meaningful where ``performance_schema`` is ON and those instruments are enabled
+    and timed (:func:`sync_waits_available`); otherwise the sums are empty or stay at zero,
+    which would read as "no contention", so the target does not run this collector.
+    """
+
+    name: str = "sync_waits"
+    min_version: tuple[int, int] = (10, 0)
+
+    def collect(self, runner: QueryRunner) -> Collected:
+        rows = runner.query(
+            "SELECT SUM(SUM_TIMER_WAIT), SUM(COUNT_STAR)"
+            " FROM performance_schema.events_waits_summary_global_by_event_name"
+            " WHERE EVENT_NAME LIKE 'wait/synch/%' AND EVENT_NAME NOT LIKE 'wait/synch/cond/%'"
+        )
+        collected = Collected()
+        if rows:
+            total_ps, count = (_number(v) for v in rows[0][:2])
+            if total_ps is not None and count is not None:
+                collected.counters["sync_wait_s"] = total_ps / _PICOSECONDS
+                collected.counters["sync_waits"] = count
+        return collected
+
+
+def sync_waits_available(runner: QueryRunner) -> str | None:
+    """``None`` when :class:`SyncWaitsCollector` measures something, else why not."""
+    (row,) = runner.query("SELECT @@global.performance_schema")
+    if str(row[0]) not in {"1", "ON"}:
+        return "performance_schema is OFF"
+    rows = runner.query(
+        "SELECT COUNT(*) FROM performance_schema.setup_instruments"
+        " WHERE NAME LIKE 'wait/synch/%' AND ENABLED = 'YES' AND TIMED = 'YES'"
+    )
+    if not rows or not _number(rows[0][0]):
+        return "performance_schema's wait/synch instruments are not enabled and timed"
+    rows = runner.query(
+        "SELECT COUNT(*) FROM performance_schema.setup_consumers"
+        " WHERE NAME IN ('global_instrumentation', 'thread_instrumentation') AND ENABLED = 'YES'"
+    )
+    if not rows or (_number(rows[0][0]) or 0) < 2:
+        return "performance_schema's global or thread instrumentation consumer is off"
+    return None
+
+
 @dataclass(slots=True)
 class CollectorSet:
     """Runs collectors that the server version supports and keeps their statistics."""

@@ -20,15 +20,16 @@ over a window from the first to the last snapshot; Δ is last minus first:
   SELECT/INSERT/UPDATE/DELETE/REPLACE counters.
 - ``latency_ms``: Δtotal / Δcount of the ``query_response_time`` histogram (the
   agent's own statements are in it too, a small bias at real loads); unknown without
-  the plugin.
+  the plugin. It times a statement's execution only: the time a request waits in the
+  pool's queue before a thread picks it up is not in it (on the 2-core test server under
+  64 oltp_read_only clients at pool size 1: 0.03 ms per statement, while Little's law on
+  the queue length put 1.6 ms of queueing in front of each).
 - ``cpu_ms_per_request``: Δ server process CPU seconds (``/proc/<pid>/stat``, user +
   system) over Δ client statements: the service time S. Unknown when the server is not
   on the agent's host.
-- ``wait_ms_per_request``: latency minus CPU time minus the time queued in the pool, per
-  request, not below zero: W, the off-CPU wait of a request that holds a thread. The
-  queueing time is Little's law on the pool's queue: mean ``QUEUE_LENGTH`` over qps
-  (without the pool's tables it cannot be told apart and stays in W). Needs latency and
-  CPU time.
+- ``wait_ms_per_request``: latency minus CPU time per request, not below zero: W, the
+  off-CPU wait of a request that holds a thread (IO, row locks, its share of busy CPUs).
+  Needs latency and CPU time.
 - ``rounds_per_request``: 1 + Δ(thread pool waits of every reason but NET) per
   statement: CPU bursts separated by off-CPU waits.
 - ``think_ms``: Little's law on the idle connections: (connections − active) / qps.
@@ -36,6 +37,11 @@ over a window from the first to the last snapshot; Δ is last minus first:
 - ``fsyncs_per_txn``: Δ``Innodb_data_fsyncs`` per transaction.
 - ``lock_waits_per_s``: Δ``Innodb_row_lock_waits`` over the window.
 - ``thread_create_ms``: unknown (the server has no counter for it).
+- ``sync_ms_per_request``: Δ of performance_schema's mutex, rw-lock and sx-lock wait
+  timers (``wait/synch/%`` but condition variables; the ``sync_wait_s`` counter) per client
+  statement; unknown unless performance_schema is ON with those instruments enabled and
+  timed. Uncontended acquisitions make a small floor; its growth with concurrency is the
+  contention.
 - ``extras``: per-second rates of the thread pool statistics and waits by reason, and
   the mean of ``Threadpool_threads``.
 Per-transaction fields are unknown when the window saw no transaction.
@@ -43,6 +49,7 @@ Per-transaction fields are unknown when the window saw no transaction.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -192,13 +199,9 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     if first.cpu_seconds is not None and last.cpu_seconds is not None and statements > 0:
         cpu_ms = 1000.0 * max(0.0, last.cpu_seconds - first.cpu_seconds) / statements
     qps = rates.qps
-    queued = [s.gauges["tp_queue_length"] for s in snapshots if "tp_queue_length" in s.gauges]
-    queue_ms = 1000.0 * statistics.fmean(queued) / qps if queued and qps > 0 else 0.0
-    wait_ms = (
-        max(0.0, latency - cpu_ms - queue_ms)
-        if latency is not None and cpu_ms is not None
-        else None
-    )
+    # The latency is execution time (the pool's queue is not in it): W is what is left
+    # after the CPU time.
+    wait_ms = max(0.0, latency - cpu_ms) if latency is not None and cpu_ms is not None else None
 
     waits = [
         _delta(first, last, name) or 0.0
@@ -214,6 +217,8 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
         return delta / transactions if delta is not None and transactions > 0 else None
 
     lock_waits = _delta(first, last, "Innodb_row_lock_waits")
+    sync_s = _delta(first, last, "sync_wait_s")
+    sync_ms = 1000.0 * sync_s / statements if sync_s is not None and statements > 0 else None
     extras: dict[str, float] = {}
     for name in last.counters:
         if name.startswith("tp_"):
@@ -244,6 +249,7 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
         fsyncs_per_txn=per_txn("Innodb_data_fsyncs"),
         lock_waits_per_s=lock_waits / window if lock_waits is not None else None,
         thread_create_ms=None,
+        sync_ms_per_request=_finite_or_none(sync_ms),
         extras=extras,
     )
 

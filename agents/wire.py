@@ -106,12 +106,18 @@ class WorkloadProfile(_Strict):
     read_fraction: Fraction | None = Field(
         default=None, description="Share of statements that only read (0 = all writes)."
     )
-    latency_ms: Milliseconds | None = Field(default=None, description="Mean query latency.")
+    latency_ms: Milliseconds | None = Field(
+        default=None,
+        description="Mean statement execution time in the server (time queued in the pool "
+        "before a thread picks the statement up is not in it).",
+    )
     cpu_ms_per_request: Milliseconds | None = Field(
         default=None, description="Server CPU time per request: the service time S."
     )
     wait_ms_per_request: Milliseconds | None = Field(
-        default=None, description="Off-CPU wait per request (IO, locks, network): W."
+        default=None,
+        description="Wait per request while executing, off its CPU time (IO, locks, a share "
+        "of busy CPUs): latency minus CPU time, W.",
     )
     rounds_per_request: NonNegative | None = Field(
         default=None, description="CPU bursts separated by waits, per request."
@@ -124,6 +130,12 @@ class WorkloadProfile(_Strict):
     lock_waits_per_s: Rate | None = Field(default=None, description="Row/table lock waits.")
     thread_create_ms: Milliseconds | None = Field(
         default=None, description="Latency of creating a worker thread."
+    )
+    sync_ms_per_request: Milliseconds | None = Field(
+        default=None,
+        description="Time per request spent synchronising inside the server: waiting for "
+        "and spinning on mutexes and latches (performance_schema wait/synch). The contention "
+        "that makes more threads cost more than they bring.",
     )
     extras: Annotated[dict[str, float], AfterValidator(_bounded_extras)] = Field(
         default_factory=dict, description="Engine-specific counters, by name."

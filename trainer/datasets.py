@@ -49,6 +49,9 @@ DATA_FILES = ("workloads.parquet", "curves.parquet")
 
 HOST_COLUMNS = ("engine", "engine_version", "cpu_count", "memory_bytes")
 PROFILE_COLUMNS = tuple(WorkloadProfile.model_fields)
+#: Profile fields newer than some datasets: a dataset without the column loads with the field
+#: unknown (NaN), as an agent that cannot measure it reports it. New datasets write them all.
+LATER_PROFILE_COLUMNS = ("sync_ms_per_request",)
 WORKLOAD_COLUMNS = (
     ("workload_id", "group", "kind")
     + HOST_COLUMNS
@@ -191,9 +194,12 @@ def load_dataset(name_or_path: str | Path) -> Dataset:
         ("workloads", WORKLOAD_COLUMNS, workloads),
         ("curves", CURVE_COLUMNS, curves),
     ):
-        missing = [c for c in columns if c not in frame.columns]
+        missing = [c for c in columns if c not in frame.columns and c not in LATER_PROFILE_COLUMNS]
         if missing:
             raise DatasetError(f"{directory.name}: {table}.parquet lacks columns {missing}")
+    for column in LATER_PROFILE_COLUMNS:
+        if column not in workloads.columns:
+            workloads[column] = np.nan
     return Dataset(
         name=str(manifest["name"]),
         path=directory,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents.knobs import POOL_SIZE_KNOB, Engine
 from agents.wire import HostFacts, WorkloadProfile
@@ -58,3 +58,31 @@ def split_by_group(
 
 def groups(examples: Iterable[Example]) -> set[str]:
     return {example.group for example in examples}
+
+
+#: Profile fields an agent may not be able to measure on a given server (the synchronisation
+#: time needs performance_schema's wait/synch instruments, off by default on MariaDB).
+OPTIONAL_MEASUREMENTS: tuple[str, ...] = ("sync_ms_per_request",)
+
+
+def with_some_unmeasured(
+    examples: Sequence[Example], *, share: float = 0.25, seed: int = 0
+) -> list[Example]:
+    """``examples`` with the optional measurements made unknown in a stable ``share`` of the
+    workload groups that have them.
+
+    A model that never saw a field missing routes a missing value down arbitrary branches
+    (LightGBM treats it as zero: no contention at all). Masking a share of the training data
+    teaches the trees where to send a host that cannot measure it, at little cost to the
+    hosts that can.
+    """
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be between 0 and 1, got {share}")
+    unknown = dict.fromkeys(OPTIONAL_MEASUREMENTS)
+    out: list[Example] = []
+    for example in examples:
+        measured = any(getattr(example.profile, name) is not None for name in unknown)
+        if measured and _bucket(example.group, seed + 104_729) < share:
+            example = replace(example, profile=example.profile.model_copy(update=unknown))
+        out.append(example)
+    return out

@@ -43,6 +43,7 @@ RAW_FIELDS: tuple[str, ...] = (
     "fsyncs_per_txn",
     "lock_waits_per_s",
     "thread_create_ms",
+    "sync_ms_per_request",
 )
 
 DERIVED: tuple[str, ...] = (
@@ -55,6 +56,8 @@ DERIVED: tuple[str, ...] = (
     "active_per_core",
     "queries_per_txn",
     "interactive_concurrency",
+    "sync_share",
+    "coherency_estimate",
 )
 
 FEATURES: tuple[str, ...] = (
@@ -104,6 +107,18 @@ def feature_row(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
         active_per_core=row["active_connections"] / cores,
         queries_per_txn=_ratio(row["qps"], row["tps"]),
         interactive_concurrency=_interactive_concurrency(row),
+    )
+    # Contention: the share of a request's CPU burst spent synchronising, and what the
+    # universal scalability law makes of it: share ≈ σ(r−1) + κ·r(r−1) with r threads running
+    # (busy cores by the CPU time), so share / r(r−1) estimates the crosstalk κ that sets how
+    # fast throughput falls past the peak.
+    sync_share = _ratio(row["sync_ms_per_request"], cpu_ms)
+    running = row["cpu_utilisation"] * cores
+    row["sync_share"] = sync_share
+    row["coherency_estimate"] = (
+        sync_share / (running * max(running - 1.0, 1.0))
+        if not math.isnan(sync_share) and not math.isnan(running) and running > 0
+        else float("nan")
     )
     for name in RAW_FIELDS + DERIVED:
         if name == "read_fraction":

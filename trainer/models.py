@@ -28,7 +28,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from agents import knobs
 from agents.knobs import Engine
 from trainer.artifact import KnobModel, TupleModel
-from trainer.examples import Example, split_by_group
+from trainer.examples import Example, split_by_group, with_some_unmeasured
 from trainer.features import feature_matrix, size_offset, size_target
 from trainer.regret import regrets
 
@@ -375,7 +375,13 @@ class SearchResult:
 def search_lightgbm(
     engine: Engine, examples: Sequence[Example], config: SearchConfig
 ) -> SearchResult:
-    """Tune LightGBM with Optuna on a group split of ``examples``, then refit on all of them."""
+    """Tune LightGBM with Optuna on a group split of ``examples``, then refit on all of them.
+
+    A share of the examples lose their optional measurements first
+    (:func:`trainer.examples.with_some_unmeasured`), so the model also serves hosts that
+    cannot take them.
+    """
+    examples = with_some_unmeasured(examples, seed=config.seed)
     fit_examples, valid_examples = split_by_group(
         examples, test_fraction=config.validation_fraction, seed=config.seed + 1
     )

@@ -169,8 +169,10 @@ COLUMN_DOCS = {
     "engine / engine_version": "mariadb / sim-v1",
     "cpu_count": "host cores (2–128)",
     "memory_bytes": "4 GiB per core (not used by the simulator)",
-    "window_s … thread_create_ms": "the WorkloadProfile fields as an agent measures them at the "
-    "default tuple, with 10% lognormal measurement noise (see agents/wire.py for units)",
+    "window_s … sync_ms_per_request": "the WorkloadProfile fields as an agent measures them at "
+    "the default tuple, with 10% lognormal measurement noise (see agents/wire.py for units); "
+    "sync_ms_per_request is the contention inflation of a CPU burst (what performance_schema's "
+    "wait/synch timers see)",
     "extras": "JSON object of engine-specific counters (empty here)",
     "best_thread_pool_size": "smallest size within 1% of the best size's throughput",
     "best_thread_pool_oversubscribe / best_thread_pool_stall_limit": "best secondary knobs at "

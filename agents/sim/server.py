@@ -143,9 +143,9 @@ class SimServer:
 
         Units are the agent's (:mod:`agents.profile`): a request is a *statement* (one round
         of a simulated transaction), so latency, CPU time, wait and think time are per
-        statement; the wait W is the time a statement spends executing but off its CPU
-        share — latency minus CPU time minus the time queued in the pool (which the agent
-        reads from the pool's queue length by Little's law), as the agent computes it.
+        statement. The latency is execution time, as the server's ``query_response_time``
+        histogram times it (the time queued in the pool is not in it), and the wait W is
+        latency minus CPU time, as the agent computes it.
         """
         if knobs is None:
             knobs = self._previous or {SIZE_KNOB: self._curve.cores}
@@ -168,13 +168,14 @@ class SimServer:
                 qps=noisy(statements_per_s),
                 tps=noisy(throughput),
                 read_fraction=1.0 - w.write_fraction,
-                latency_ms=noisy(latency / w.rounds),
+                latency_ms=noisy(executing_ms),
                 cpu_ms_per_request=noisy(w.cpu_ms),
                 wait_ms_per_request=noisy(max(0.0, executing_ms - w.cpu_ms)),
                 rounds_per_request=w.rounds,
                 think_ms=noisy(w.think_ms / w.rounds),
                 lock_waits_per_s=noisy(statements_per_s * w.lock_conflict),
                 thread_create_ms=noisy(w.thread_create_ms),
+                sync_ms_per_request=noisy(w.sync_ms_per_round(knobs)),
             )
         return WorkloadProfile(
             window_s=window_s,

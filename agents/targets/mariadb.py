@@ -27,10 +27,12 @@ from agents.collectors import (
     GlobalStatusCollector,
     QueryResponseTimeCollector,
     Row,
+    SyncWaitsCollector,
     ThreadPoolGroupsCollector,
     ThreadPoolStatsCollector,
     ThreadPoolWaitsCollector,
     process_cpu_seconds,
+    sync_waits_available,
 )
 from agents.config import TargetSection
 from agents.targets.base import (
@@ -63,6 +65,11 @@ _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", ""})
 MY_CNF_HINT = (
     "add `thread_handling = pool-of-threads` (and preferably `extra_port = <port>`) under "
     "[mariadbd] in my.cnf and restart the server: thread_handling cannot change at runtime"
+)
+
+SYNC_WAITS_HINT = (
+    "for it (and better warm starts) add `performance_schema = ON` and "
+    "`performance-schema-instrument = 'wait/synch/%=ON'` under [mariadbd] and restart"
 )
 
 
@@ -142,6 +149,7 @@ class MariaDBTarget:
                 ThreadPoolStatsCollector(),
                 ThreadPoolWaitsCollector(),
                 QueryResponseTimeCollector(),
+                SyncWaitsCollector(),
             ]
         )
         self._active_collectors: list[Collector] = []
@@ -286,6 +294,10 @@ class MariaDBTarget:
                 c for c in self._active_collectors if c.name != "query_response_time"
             ]
             notes.append("latency unknown: query_response_time plugin not active")
+        sync_missing = self._sync_waits_missing()
+        if sync_missing is not None:
+            self._active_collectors = [c for c in self._active_collectors if c.name != "sync_waits"]
+            notes.append(f"synchronisation time unknown: {sync_missing}; {SYNC_WAITS_HINT}")
         self._server_pid = self._local_server_pid(str(pid_file or ""))
         if self._server_pid is None:
             notes.append("server CPU time unknown: the server process is not visible here")
@@ -333,6 +345,13 @@ class MariaDBTarget:
         except (TargetUnavailable, TargetMisconfigured) as exc:
             logger.warning("latency measurement unavailable: %s", exc)
             return False
+
+    def _sync_waits_missing(self) -> str | None:
+        try:
+            assert self._connection is not None
+            return sync_waits_available(self._connection)
+        except pymysql.err.MySQLError as exc:
+            return f"performance_schema unreadable ({exc})"
 
     def _local_server_pid(self, pid_file: str) -> int | None:
         if self.settings.host not in _LOCAL_HOSTS and not self.settings.socket:

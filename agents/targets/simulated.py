@@ -21,15 +21,15 @@ active_connections,         noise is the simulator's; the pool's gauges are the
                             model's occupancy)
 read_fraction,
 lock_waits_per_s
-latency_ms, cpu_ms, think   per statement, as in measured_profile
-wait_ms_per_request         latency − CPU − time queued in the pool (from the
-                            queue length gauge by Little's law), per statement,
-                            as measured_profile computes it
+latency_ms, cpu_ms, think,  per statement, as in measured_profile (latency:
+sync_ms                     execution time, without the time queued in the pool,
+                            as query_response_time times it; sync: the contention
+                            inflation of the CPU burst at the tuple in force, as
+                            performance_schema's wait/synch timers see it)
+wait_ms_per_request         latency − CPU, per statement, as measured_profile
+                            computes it
 rounds_per_request          unknown (no THREAD_POOL_WAITS counters)
 ==========================  ====================================================
-
-Ratios (W/S, Little's-law concurrency, CPU utilisation) agree between the two where the
-pool does not queue.
 """
 
 from __future__ import annotations
@@ -165,6 +165,7 @@ class SimulatedTarget:
         curve = self.server.curve
         rounds, write_fraction, think_s, lock_conflict = 1.0, 0.0, 0.0, 0.0
         cpu_ms: float | None = None
+        sync_ms = 0.0
         if isinstance(curve, WorkloadCurve):
             workload = curve.workload
             rounds = workload.rounds
@@ -172,6 +173,7 @@ class SimulatedTarget:
             think_s = workload.think_ms / 1000.0
             lock_conflict = workload.lock_conflict
             cpu_ms = workload.cpu_ms
+            sync_ms = workload.sync_ms_per_round(self.knobs)
         transactions = sample.throughput * seconds
         statements = transactions * rounds
         counters = self._counters
@@ -180,11 +182,6 @@ class SimulatedTarget:
         counters["Com_select"] += statements * (1.0 - write_fraction)
         counters["Com_update"] += statements * write_fraction
         counters["Innodb_row_lock_waits"] += statements * lock_conflict
-        # The server-side histogram times statements: a transaction's latency per round.
-        self._latency_count += statements
-        self._latency_total_s += transactions * sample.latency_ms / 1000.0
-        if cpu_ms is not None:
-            self._cpu_seconds += statements * cpu_ms / 1000.0
         connections = float(sample.connections)
         if isinstance(curve, WorkloadCurve):
             # The pool's gauges are counts the server keeps (threads executing, requests
@@ -196,10 +193,21 @@ class SimulatedTarget:
             _, executing, queued = curve.workload.occupancy(self.knobs)
             executing = min(connections, executing)
             active = min(connections, executing + queued)
+            # The server-side histogram times a statement's execution, not its time queued
+            # in the pool: Little's law on the requests executing, per statement.
+            executing_s = executing * seconds
         else:
             # Clients not thinking are executing (Little's law); no pool model to queue them.
             active = min(connections, max(0.0, connections - sample.throughput * think_s))
             executing = active
+            executing_s = transactions * sample.latency_ms / 1000.0
+        self._latency_count += statements
+        self._latency_total_s += executing_s
+        if cpu_ms is not None:
+            self._cpu_seconds += statements * cpu_ms / 1000.0
+            # Counted only for a modelled workload: a bare curve has no contention to time.
+            synchronising_s = statements * sync_ms / 1000.0
+            counters["sync_wait_s"] = counters.get("sync_wait_s", 0.0) + synchronising_s
         return Snapshot(
             taken_at=self.now,
             uptime_s=self.now + 1000.0,

@@ -81,7 +81,8 @@ def test_io_bound_simulated_workload_starts_above_the_cores(tmp_path: Path) -> N
 def test_a_light_load_profile_agrees_with_the_simulator(seed: int) -> None:
     """What the agent measures on a light load (most clients thinking) matches the model:
     the pool's gauges are counts, not connections minus throughput x think time, so the
-    throughput noise does not invent a queue (which used to erase the off-CPU wait W)."""
+    throughput noise does not invent a queue, and W is the execution time left after the
+    CPU time."""
     from agents.profile import build_profile
 
     rng = np.random.default_rng(seed)
@@ -94,7 +95,35 @@ def test_a_light_load_profile_agrees_with_the_simulator(seed: int) -> None:
     _, executing, queued = workload.occupancy(target.knobs)
     assert measured.active_connections == pytest.approx(executing + queued, rel=1e-6)
     assert measured.wait_ms_per_request is not None and truth.wait_ms_per_request is not None
-    # The 5% sample noise moves latency, and W is latency minus CPU minus queueing.
+    # The 5% sample noise moves the throughput the latency is derived from; W is latency
+    # minus CPU.
     assert measured.wait_ms_per_request == pytest.approx(
         truth.wait_ms_per_request, rel=0.25, abs=0.02
     )
+
+
+@pytest.mark.parametrize("kind", ["cpu", "lock", "light"])
+def test_the_synchronisation_time_agrees_with_the_simulator(kind: str) -> None:
+    """The agent's sync time per statement (Δ of the wait/synch timer over statements) is the
+    model's contention inflation of a CPU burst at the tuple in force."""
+    from agents.profile import build_profile
+
+    rng = np.random.default_rng(3)
+    workload = random_workload(rng, kind=kind, cores=16)
+    target = SimulatedTarget(SimServer(workload, seed=3), hostname=kind)
+    measured = build_profile([target.read_counters() for _ in range(8)])
+    expected = workload.sync_ms_per_round(target.knobs)
+    assert measured.sync_ms_per_request == pytest.approx(expected, rel=1e-6, abs=1e-12)
+    truth = SimServer(workload, seed=3).measured_profile(
+        rng, knobs=target.knobs, window_s=16.0, measurement_cv=0.0
+    )
+    assert truth.sync_ms_per_request == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_a_bare_curve_has_no_synchronisation_time() -> None:
+    """A target on a synthetic curve has no contention model: the field is unknown, not 0."""
+    from agents.profile import build_profile
+    from agents.sim.curves import UslCurve
+
+    target = SimulatedTarget(SimServer(UslCurve.with_peak_at(8), seed=0), hostname="curve")
+    assert build_profile([target.read_counters() for _ in range(4)]).sync_ms_per_request is None

@@ -21,6 +21,7 @@ def snap(
     latency: tuple[float, float] | None = None,
     connections: float = 10.0,
     active: float = 2.0,
+    queued: float = 0.0,
     uptime: float = 1000.0,
     extra: dict[str, float] | None = None,
 ) -> Snapshot:
@@ -41,7 +42,11 @@ def snap(
         taken_at=t,
         uptime_s=uptime + t,
         counters=counters,
-        gauges={"tp_connections": connections, "tp_active_threads": active, "tp_queue_length": 0},
+        gauges={
+            "tp_connections": connections,
+            "tp_active_threads": active,
+            "tp_queue_length": queued,
+        },
         cpu_seconds=cpu,
         latency_count=latency[0] if latency else None,
         latency_total_s=latency[1] if latency else None,
@@ -68,7 +73,7 @@ def test_profile_fields_and_their_estimates() -> None:
         selects=0,
         cpu=100.0,
         latency=(0, 0.0),
-        extra={"tp_wait_diskio": 0, "tp_wait_net": 0},
+        extra={"tp_wait_diskio": 0, "tp_wait_net": 0, "sync_wait_s": 40.0},
     )
     middle = snap(
         15,
@@ -94,7 +99,7 @@ def test_profile_fields_and_their_estimates() -> None:
         latency=(30_000, 60.0),
         connections=12,
         active=3,
-        extra={"tp_wait_diskio": 3000, "tp_wait_net": 100_000},
+        extra={"tp_wait_diskio": 3000, "tp_wait_net": 100_000, "sync_wait_s": 43.0},
     )
     profile = build_profile([first, middle, last])
     assert profile.window_s == 30
@@ -113,7 +118,20 @@ def test_profile_fields_and_their_estimates() -> None:
     assert profile.fsyncs_per_txn == pytest.approx(2.0)
     assert profile.lock_waits_per_s == pytest.approx(0.01 * 100)
     assert profile.thread_create_ms is None
+    assert profile.sync_ms_per_request == pytest.approx(0.1)  # 3 s over 30,000 statements
     assert profile.extras["tp_wait_diskio_per_s"] == pytest.approx(100)
+
+
+def test_the_pools_queue_does_not_come_off_the_wait() -> None:
+    """query_response_time times execution only, so a long queue in front of the pool (here
+    8 requests queued at 1000 statements/s: 8 ms each) leaves W = latency − CPU as it is;
+    subtracting it erased W on every queueing IO-bound server."""
+    first = snap(0, questions=0, cpu=100.0, latency=(0, 0.0), queued=8.0)
+    last = snap(10, questions=10_000, cpu=105.0, latency=(10_000, 30.0), queued=8.0)
+    profile = build_profile([first, last])
+    assert profile.latency_ms == pytest.approx(3.0)
+    assert profile.cpu_ms_per_request == pytest.approx(0.5)
+    assert profile.wait_ms_per_request == pytest.approx(2.5)
 
 
 def test_unknown_fields_stay_unknown_not_zero() -> None:
@@ -122,6 +140,7 @@ def test_unknown_fields_stay_unknown_not_zero() -> None:
     assert profile.cpu_ms_per_request is None
     assert profile.wait_ms_per_request is None
     assert profile.io_reads_per_txn is None  # no transactions in the window
+    assert profile.sync_ms_per_request is None  # no performance_schema timers
     assert profile.tps == 0
 
 

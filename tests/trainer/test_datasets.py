@@ -92,3 +92,35 @@ def _curve_of(report: ClimbReport):  # type: ignore[no-untyped-def]
     from service.reports.trace_codec import encode_trace
 
     return _curve(encode_trace(report.trace), "thread_pool_size")
+
+
+def test_a_dataset_older_than_a_profile_field_loads_it_as_unknown(
+    small_dataset: Path, tmp_path: Path
+) -> None:
+    """A dataset measured before the agent timed synchronisation waits has no such column:
+    its examples load with the field unknown, as from an agent without performance_schema."""
+    import json
+    import shutil
+
+    older = tmp_path / "sim-older"
+    shutil.copytree(small_dataset, older)
+    table = older / "workloads.parquet"
+    pd.read_parquet(table).drop(columns=["sync_ms_per_request"]).to_parquet(table, index=False)
+    manifest = json.loads((older / "MANIFEST.json").read_text())
+    manifest["files"]["workloads.parquet"] = {
+        "sha256": datasets.sha256_file(table),
+        "bytes": table.stat().st_size,
+    }
+    (older / "MANIFEST.json").write_text(json.dumps(manifest))
+
+    assert "sync_ms_per_request" in datasets.LATER_PROFILE_COLUMNS
+    examples = datasets.examples(datasets.load_dataset(older))
+    assert len(examples) == 24
+    assert all(e.profile.sync_ms_per_request is None for e in examples)
+
+
+def test_the_simulated_corpus_measures_synchronisation(small_dataset: Path) -> None:
+    examples = datasets.examples(datasets.load_dataset(small_dataset))
+    times = [e.profile.sync_ms_per_request for e in examples]
+    assert all(t is not None and t >= 0 for t in times)
+    assert any(t for t in times)

@@ -1,10 +1,12 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from agents.knobs import Engine
 from trainer.artifact import ArtifactError, TupleModel
 from trainer.evaluation import baseline_predictors, best_baseline, evaluate
-from trainer.examples import groups, split_by_group
+from trainer.examples import groups, split_by_group, with_some_unmeasured
 from trainer.features import FEATURES, feature_row
 from trainer.models import SearchConfig, SklearnSizeModel, predict_sizes, search_lightgbm
 
@@ -36,6 +38,39 @@ def test_features_carry_the_theory(examples) -> None:  # type: ignore[no-untyped
     assert row["connections_per_core"] == pytest.approx(e.profile.connections / e.host.cpu_count)
     assert row["log_connections"] == pytest.approx(np.log1p(e.profile.connections))
     assert set(row) == set(FEATURES)
+
+
+def test_contention_features_follow_the_universal_scalability_law(examples) -> None:  # type: ignore[no-untyped-def]
+    """sync_share is the synchronisation time over the CPU time; with r threads running
+    (busy cores by the CPU time) USL gives share ≈ κ·r(r−1), which coherency_estimate
+    inverts. Unknown sync time leaves both unknown."""
+    e = examples[0]
+    cpu = e.profile.cpu_ms_per_request
+    profile = e.profile.model_copy(update={"sync_ms_per_request": 0.25 * cpu})
+    row = feature_row(e.host, profile)
+    assert row["sync_share"] == pytest.approx(0.25)
+    running = e.profile.qps * cpu / 1000.0
+    assert row["coherency_estimate"] == pytest.approx(0.25 / (running * max(running - 1, 1)))
+    unknown = feature_row(e.host, e.profile.model_copy(update={"sync_ms_per_request": None}))
+    assert np.isnan(unknown["sync_share"]) and np.isnan(unknown["coherency_estimate"])
+
+
+def test_some_examples_lose_their_optional_measurements_stably(examples) -> None:  # type: ignore[no-untyped-def]
+    measured = [
+        replace(e, profile=e.profile.model_copy(update={"sync_ms_per_request": 0.1}))
+        for e in examples
+    ]
+    masked = with_some_unmeasured(measured, share=0.25, seed=0)
+    unknown = {e.group for e in masked if e.profile.sync_ms_per_request is None}
+    assert 0.15 < len(unknown) / len(groups(measured)) < 0.35
+    # By workload group: every profile of a group is masked alike, the same every run.
+    assert all((e.profile.sync_ms_per_request is None) == (e.group in unknown) for e in masked)
+    again = with_some_unmeasured(measured, share=0.25, seed=0)
+    assert [e.profile for e in again] == [e.profile for e in masked]
+    assert [e.profile for e in measured][0].sync_ms_per_request == 0.1  # inputs untouched
+    assert with_some_unmeasured(measured, share=0.0) == measured
+    with pytest.raises(ValueError, match="share"):
+        with_some_unmeasured(measured, share=1.5)
 
 
 def test_lightgbm_search_beats_the_baselines_and_round_trips(examples) -> None:  # type: ignore[no-untyped-def]
