@@ -254,13 +254,19 @@ def promote_command(
         current_row = RegistryRepository(session).promoted(engine.value)
         try:
             candidate = TupleModel.from_bytes(candidate_row.artifact)
-            current = (
-                TupleModel.from_bytes(current_row.artifact)
-                if current_row is not None and current_row.id != candidate_row.id
-                else None
-            )
         except ArtifactError as exc:
             raise fail(f"cannot load an artifact: {exc}") from exc
+        current = None
+        if current_row is not None and current_row.id != candidate_row.id:
+            try:
+                current = TupleModel.from_bytes(current_row.artifact)
+            except ArtifactError as exc:
+                # The service cannot load it either: it answers from its heuristic, which
+                # the gate's baselines stand for.
+                console.print(
+                    f"the promoted {current_row.name} version {current_row.version} does not "
+                    f"load with this version ({exc}); the gate compares with the baselines"
+                )
         examples = list(read_examples(session, engine=engine))
         try:
             decision = promotion_gate(
@@ -307,18 +313,28 @@ def bootstrap(
     trials: Annotated[int, typer.Option(min=1, help="Optuna trials.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the split, search and models.")] = 0,
 ) -> None:
-    """Out of the box: unless a model is promoted for the engine, import a bundled dataset,
-    train a small model and promote it (through the gate) — seconds, not minutes."""
+    """Out of the box: unless a model this version can load is promoted for the engine,
+    import a bundled dataset, train a small model and promote it (through the gate) —
+    seconds, not minutes."""
     from service.registry.repository import RegistryRepository
+    from trainer.artifact import ArtifactError, TupleModel
 
     with database(database_url) as (_, session):
         promoted = RegistryRepository(session).promoted(engine.value)
         if promoted is not None:
-            console.print(
-                f"{engine.value}: {promoted.name} version {promoted.version} is promoted; "
-                "nothing to do"
-            )
-            return
+            try:
+                TupleModel.from_bytes(promoted.artifact)
+            except ArtifactError as exc:
+                console.print(
+                    f"{engine.value}: {promoted.name} version {promoted.version} is promoted "
+                    f"but does not load with this version ({exc}); training a new one"
+                )
+            else:
+                console.print(
+                    f"{engine.value}: {promoted.name} version {promoted.version} is promoted; "
+                    "nothing to do"
+                )
+                return
     import_dataset(dataset, database_url=database_url, limit=workloads)
     try:
         train(

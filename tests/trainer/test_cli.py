@@ -94,6 +94,47 @@ def test_the_trainer_cli_from_an_empty_database_to_a_promoted_model(
     assert code == 0, out
     assert "version 1 is promoted; nothing to do" in out
 
+    # A model an older pooltune trained on another feature list cannot serve: bootstrap
+    # says so and trains one that can, and the gate passes over the unloadable incumbent.
+    older = json.loads(_artifact(database_url, 1))
+    older["features"] = older["features"][:-2]
+    _set_artifact(database_url, 1, json.dumps(older).encode())
+    code, out = invoke(
+        "bootstrap", *db, "--dataset", str(dataset_dir), "--workloads", "150", "--trials", "2"
+    )
+    assert code == 0, out
+    out = " ".join(out.split())  # the console wraps long lines
+    assert "does not load with this version" in out
+    assert "training a new one" in out
+    assert "the gate compares with the baselines" in out
+    assert "promoted mariadb bootstrap version 1" in out or "no model promoted" in out
+
+
+def _artifact(url: str, version_id: int) -> bytes:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            query = text("SELECT artifact FROM model_versions WHERE id = :id")
+            return bytes(connection.execute(query, {"id": version_id}).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def _set_artifact(url: str, version_id: int, artifact: bytes) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text("UPDATE model_versions SET artifact = :artifact WHERE id = :id"),
+                {"artifact": artifact, "id": version_id},
+            )
+    finally:
+        engine.dispose()
+
 
 def test_unknown_dataset_and_unreachable_database_give_clear_errors() -> None:
     code, out = invoke("import-dataset", "no-such-dataset")
