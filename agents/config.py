@@ -48,11 +48,36 @@ class AgentSection(_Section):
     sample_period_s: PositiveSeconds = 2.0
     #: Observation window for the workload profile.
     profile_window_s: PositiveSeconds = 30.0
+    #: The profile is taken from a steady window: while the 2-s throughput samples of the
+    #: last ``profile_window_s`` vary more than this (coefficient of variation), e.g. through
+    #: a flush stall, the agent keeps observing ...
+    profile_steady_cv: float = Field(default=0.35, gt=0.0, le=10.0, allow_inf_nan=False)
+    #: ... for at most this long (default 3 × ``profile_window_s``), then profiles over all of
+    #: it.
+    profile_max_window_s: PositiveSeconds | None = None
     #: A climb that has not converged after this long is stopped at its best tuple.
     climb_max_s: PositiveSeconds = 600.0
     #: Samples to drop after each knob change (the change takes effect with a lag).
     settle_samples: int = Field(default=1, ge=0, le=10)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _max_window_covers_the_window(self) -> AgentSection:
+        if self.profile_max_window_s is not None and (
+            self.profile_max_window_s < self.profile_window_s
+        ):
+            raise ValueError(
+                f"profile_max_window_s ({self.profile_max_window_s:g}) must be at least "
+                f"profile_window_s ({self.profile_window_s:g})"
+            )
+        return self
+
+    @property
+    def profile_longest_window_s(self) -> float:
+        """How long an unsteady workload is observed before it is profiled anyway."""
+        if self.profile_max_window_s is not None:
+            return self.profile_max_window_s
+        return 3.0 * self.profile_window_s
 
 
 class SimulatedTargetSection(_Section):

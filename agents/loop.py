@@ -7,10 +7,10 @@ and survived: the loop never dies on one bad sample. On stop (SIGTERM/SIGINT) th
 original tuple is restored before the loop returns; a crash leaves the state file, and
 the next start restores it before anything else.
 
-Phases (``status``): ``profiling`` (observe the workload for ``profile_window_s``),
-``climbing`` (the climber moves the knobs inside the hard bounds), ``holding``
-(OPTIMIZED: the best tuple is held and the workload watched; a change means profiling
-again).
+Phases (``status``): ``profiling`` (observe the workload for ``profile_window_s``, longer
+while its throughput is unsteady), ``climbing`` (the climber moves the knobs inside the hard
+bounds), ``holding`` (OPTIMIZED: the best tuple is held and the workload watched; a change
+means profiling again).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ from agents.profile import (
     ThroughputMetric,
     build_profile,
     interval,
+    throughput_cv,
+    trailing_window,
     workload_changed,
 )
 from agents.state import OriginalTupleFile, StatusFile, restore_original
@@ -440,10 +442,32 @@ class AgentLoop:
             self._profile_snapshots.append(snapshot)
             return
         self._profile_snapshots.append(snapshot)
-        window = snapshot.taken_at - self._profile_snapshots[0].taken_at
-        if window < self.config.agent.profile_window_s:
+        settings = self.config.agent
+        observed = snapshot.taken_at - self._profile_snapshots[0].taken_at
+        if observed < settings.profile_window_s:
             return
-        profile = build_profile(self._profile_snapshots)
+        # A profile taken in a stall (a flush storm, a backup) would describe a workload that
+        # is not there: wait for a steady window, for a while.
+        window = trailing_window(self._profile_snapshots, settings.profile_window_s)
+        cv = throughput_cv(window)
+        if cv > settings.profile_steady_cv:
+            if observed < settings.profile_longest_window_s:
+                return
+            logger.warning(
+                "throughput still unsteady after %.0fs (variation %.2f of the mean over the "
+                "last %.0fs): profiling over all of it",
+                observed,
+                cv,
+                settings.profile_window_s,
+            )
+            window = self._profile_snapshots
+        elif observed > settings.profile_window_s + settings.sample_period_s:
+            logger.info(
+                "throughput steady after %.0fs: profiling the last %.0fs",
+                observed,
+                settings.profile_window_s,
+            )
+        profile = build_profile(window)
         self._profile = profile
         if profile.qps <= 0 or profile.connections == 0:
             logger.info(

@@ -174,6 +174,30 @@ def _finite_or_none(value: float | None) -> float | None:
     return value
 
 
+def throughput_cv(snapshots: Sequence[Snapshot]) -> float:
+    """Coefficient of variation of the client statements per second between consecutive
+    ``snapshots`` (0 when there are fewer than two samples or no statements)."""
+    rates = [
+        client_statements(a, b) / (b.taken_at - a.taken_at)
+        for a, b in itertools.pairwise(snapshots)
+        if b.taken_at > a.taken_at and not restarted_between(a, b)
+    ]
+    if len(rates) < 2:
+        return 0.0
+    mean = statistics.fmean(rates)
+    return statistics.pstdev(rates) / mean if mean > 0 else 0.0
+
+
+def trailing_window(snapshots: Sequence[Snapshot], window_s: float) -> Sequence[Snapshot]:
+    """The shortest tail of ``snapshots`` that spans at least ``window_s`` (all of them when
+    they span less)."""
+    last = snapshots[-1].taken_at
+    for start in range(len(snapshots) - 1, -1, -1):
+        if last - snapshots[start].taken_at >= window_s:
+            return snapshots[start:]
+    return snapshots
+
+
 def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     """The workload profile over ``snapshots`` (at least two, in time order)."""
     if len(snapshots) < 2:

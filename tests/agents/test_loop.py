@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
 from agents.cli import make_climber_factory
 from agents.climber import Climber, KnobSpace, Sample
-from agents.config import AgentConfig, parse_config
+from agents.config import AgentConfig, ConfigError, parse_config
 from agents.loop import AgentLoop, ClimberFactory, Phase
 from agents.spool import Spool
 from agents.state import OriginalTupleFile
@@ -332,3 +332,55 @@ def test_autocommit_workload_is_climbed_on_queries(tmp_path: Path) -> None:
     assert item.report.climber.settings["throughput_metric"] == "queries"
     assert item.report.throughput_optimal == pytest.approx(10_000.0)
     assert item.report.optimal_tuple[SIZE] >= 4
+
+
+def rates_then(rates: list[float], after: float) -> Callable[[Mapping[str, int]], float]:
+    """A curve that ignores the knobs: ``rates`` one per sample, then ``after`` for ever."""
+    pending = list(rates)
+    return lambda knobs: pending.pop(0) if pending else after
+
+
+def test_profile_waits_out_a_stall_and_describes_the_steady_workload(tmp_path: Path) -> None:
+    """The live IO-bound server stalled for 12 s at the agent's start (59-277 tps against
+    ~330 steady): a profile over those samples sent the warm agent to size 20. The agent now
+    keeps observing until a whole window is steady and profiles that window."""
+    stall = [60.0, 90.0, 100.0, 120.0, 280.0, 40.0]
+    target = FakeTarget(curve=rates_then(stall, after=1000.0))
+    factory, _ = rogue({SIZE: 3})
+    config = config_for(tmp_path, agent={"profile_window_s": 10.0})
+    loop = make_loop(tmp_path, target, factory, config)
+    samples = 0
+    while loop.phase is Phase.PROFILING and samples < 100:
+        loop.iterate()
+        samples += 1
+    assert loop.phase is Phase.CLIMBING
+    assert loop.climb is not None
+    assert loop.climb.profile.tps == pytest.approx(1000.0)
+    # The stall, then one whole steady window (5 samples): not the 3x window limit.
+    assert len(stall) + 5 <= samples <= len(stall) + 7
+
+
+def test_an_unsteady_workload_is_profiled_over_the_longest_window(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    target = FakeTarget(curve=rates_then([200.0, 1000.0] * 100, after=1000.0))
+    factory, _ = rogue({SIZE: 3})
+    config = config_for(tmp_path, agent={"profile_window_s": 10.0, "profile_max_window_s": 30.0})
+    loop = make_loop(tmp_path, target, factory, config)
+    samples = 0
+    with caplog.at_level("WARNING", logger="agents.loop"):
+        while loop.phase is Phase.PROFILING and samples < 100:
+            loop.iterate()
+            samples += 1
+    assert loop.phase is Phase.CLIMBING
+    assert loop.climb is not None
+    assert 15 <= samples <= 17  # 30 s of 2-s samples
+    assert loop.climb.profile.tps == pytest.approx(600.0, rel=0.05)  # the mean over all of it
+    assert "throughput still unsteady after 30s" in caplog.text
+
+
+def test_the_longest_profile_window_cannot_be_shorter_than_the_window(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="profile_max_window_s .20. must be at least"):
+        config_for(tmp_path, agent={"profile_window_s": 30.0, "profile_max_window_s": 20.0})
+    steady = config_for(tmp_path, agent={"profile_window_s": 30.0})
+    assert steady.agent.profile_longest_window_s == 90.0
