@@ -82,8 +82,15 @@ class PooltuneConfig:
     #: Search the other knobs after the size, with this first step (log2: ×4).
     tune_secondary: bool = True
     secondary_step: float = 2.0
-    #: Throughput below which the climber waits instead of climbing (per second).
+    #: Throughput below which the climber waits instead of climbing (per second), once
+    #: ``suspend_after`` samples in a row fell there with connections open.
     min_throughput: float = 0.0
+    suspend_after: int = 3
+    #: A sample with connections but (almost) no throughput is a stall (an IO-bound server
+    #: whose pool is too small stalls for seconds): it counts against the tuple in force,
+    #: at this share of the best tuple's level (log throughput is floored there, so one
+    #: stall weighs heavily but does not swamp the noise estimate).
+    stall_level: float = 0.1
     #: A group runs about one thread at a time, so a pool of ``n`` groups below the core
     #: count can keep about ``n`` cores busy: when the server uses more than this many
     #: times ``n`` cores at the best tuple, size ``n`` would cap its CPU and is not probed
@@ -145,6 +152,8 @@ class PooltuneClimber(Climber):
         self._cusum_high = 0.0
         self._cusum_low = 0.0
         self._suspended_from: PooltuneState | None = None
+        #: Samples in a row with connections but throughput at or below min_throughput.
+        self._low_streak = 0
         self._flat_votes = 0
 
     # ----------------------------------------------------------------- interface
@@ -178,7 +187,15 @@ class PooltuneClimber(Climber):
             self._lag_left = 0
             self._start_program(cold=True)
             return dict(self._current)
-        if sample.connections <= 0 or sample.throughput <= self.config.min_throughput:
+        low = sample.throughput <= self.config.min_throughput
+        self._low_streak = self._low_streak + 1 if low else 0
+        if sample.connections <= 0 or (
+            low
+            and (
+                self._low_streak >= self.config.suspend_after
+                or self._state is PooltuneState.SUSPENDED
+            )
+        ):
             if self._state is not PooltuneState.SUSPENDED:
                 self._suspended_from = self._state
                 self._state = PooltuneState.SUSPENDED
@@ -192,7 +209,9 @@ class PooltuneClimber(Climber):
         if self._lag_left > 0:
             self._lag_left -= 1
             return dict(self._current)
-        level = math.log(sample.throughput)
+        level = self._level(sample.throughput)
+        if level is None:
+            return dict(self._current)  # a stall with nothing measured yet to weigh it by
         self._archive.setdefault(_key(self._current), []).append((self.steps, level))
         if sample.cpu_busy is not None and math.isfinite(sample.cpu_busy):
             self._cpu_busy.setdefault(_key(self._current), []).append((self.steps, sample.cpu_busy))
@@ -478,6 +497,17 @@ class PooltuneClimber(Climber):
         return True
 
     # ----------------------------------------------------------------- statistics
+    def _level(self, throughput: float) -> float | None:
+        """Log throughput, floored at ``stall_level`` of the best tuple's recent level;
+        None for a stall before anything was measured."""
+        reference = self._recent(self._top) or (
+            [self._baseline] if self._baseline is not None else []
+        )
+        if not reference:
+            return math.log(throughput) if throughput > 0 else None
+        floor = sum(reference) / len(reference) + math.log(self.config.stall_level)
+        return max(floor, math.log(throughput)) if throughput > 0 else floor
+
     def _recent(self, knobs: Mapping[str, int]) -> list[float]:
         horizon = self.steps - self.config.recent_window
         return [v for t, v in self._archive.get(_key(knobs), []) if t > horizon]

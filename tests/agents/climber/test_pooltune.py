@@ -231,6 +231,45 @@ def test_suspends_without_connections() -> None:
     assert EventKind.SUSPENDED in kinds(climber) and EventKind.RESUMED in kinds(climber)
 
 
+def test_a_stalling_pool_size_is_left_not_mistaken_for_an_idle_server() -> None:
+    """An IO-bound server whose pool is too small stalls: every other 2-s sample at size 1
+    commits nothing while 64 clients wait (seen on the 2-core test server). Those samples
+    count against the size (at a tenth of the best level) instead of suspending the climb,
+    which used to leave the agent at size 1 for the whole run."""
+    curve = KneeCurve(rate=400.0, knee_size=6.0, sharpness=4.0, connections=64, cores=2)
+    climber = pooltune(2)
+
+    def stalls(index: int, sample: Sample) -> Sample:
+        stalled = sample.knobs[SIZE] == 1 and index % 2 == 1
+        return replace(sample, throughput=0.0) if stalled else sample
+
+    run = drive(
+        climber,
+        curve,
+        start={SIZE: 1},
+        samples=120,
+        plausible_range={SIZE: (1, 4)},
+        sample_filter=stalls,
+    )
+    assert EventKind.SUSPENDED not in kinds(climber)
+    assert climber.best_tuple[SIZE] >= 4
+    assert min(run.sizes[60:]) >= 3
+
+
+def test_suspends_when_connections_stay_but_nothing_runs() -> None:
+    """Connections open but no throughput for three samples in a row: the load is gone (idle
+    clients), nothing to climb on."""
+    curve = UslCurve.with_peak_at(24, connections=1000, cores=8)
+    climber = pooltune()
+
+    def idle(index: int, sample: Sample) -> Sample:
+        return replace(sample, throughput=0.0) if 20 <= index < 30 else sample
+
+    run = drive(climber, curve, start={SIZE: 8}, samples=40, sample_filter=idle)
+    assert len(set(run.sizes[23:31])) == 1
+    assert EventKind.SUSPENDED in kinds(climber) and EventKind.RESUMED in kinds(climber)
+
+
 def test_cuts_a_pool_larger_than_the_connection_count() -> None:
     curve = KneeCurve(rate=1000, knee_size=4, connections=20, cores=2)
     climber = pooltune(2)
