@@ -54,7 +54,13 @@ from agents.sweep import (
     within_noise,
 )
 from agents.targets.mariadb import MariaDBTarget
-from tests.fixtures.mariadb import SYSBENCH, MariaDBServer, start_mariadb, stop_mariadb
+from tests.fixtures.mariadb import (
+    SYNC_TIMING_ARGS,
+    SYSBENCH,
+    MariaDBServer,
+    start_mariadb,
+    stop_mariadb,
+)
 from trainer.datasets import CURVE_COLUMNS, write_dataset
 
 logger = logging.getLogger("make_mariadb_dataset")
@@ -71,13 +77,20 @@ OVERSUBSCRIBE_GRID = (1, 3, 10, 30)
 STALL_GRID = (10, 100, 500, 2000)
 
 #: Server options on top of the fixture's (``--innodb-buffer-pool-size=32M``,
-#: ``--max-connections=600``, ``--skip-log-bin``, ``--performance-schema=OFF``, ...).
+#: ``--max-connections=600``, ``--skip-log-bin``, ...). Both servers time their
+#: synchronisation waits (performance_schema with ``wait/synch/%``, the agent's recommended
+#: setup, agents/packaging/README.md), so the profiles carry ``sync_ms_per_request``.
 SERVER_OPTIONS: dict[str, tuple[str, ...]] = {
     # CPU-bound: the data fits the buffer pool, commits do not wait for the disk.
-    "main": ("--innodb-buffer-pool-size=128M", "--innodb-flush-log-at-trx-commit=2"),
+    "main": (
+        *SYNC_TIMING_ARGS,
+        "--innodb-buffer-pool-size=128M",
+        "--innodb-flush-log-at-trx-commit=2",
+    ),
     # IO-bound: every commit fsyncs the redo log and the binlog; the data is larger
     # than the buffer pool.
     "io": (
+        *SYNC_TIMING_ARGS,
         "--innodb-flush-log-at-trx-commit=1",
         "--log-bin=binlog",
         "--sync-binlog=1",
@@ -694,6 +707,24 @@ def secondary_table(curves: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+#: Mean CPU (cores) of other processes above which the README calls the host busy.
+BUSY_HOST_CORES = 0.25
+
+
+def host_load(other_cpu_cores: pd.Series) -> str:
+    """The README's sentence on what else ran on the host while the sweeps measured."""
+    figures = (
+        f"other processes used on average {other_cpu_cores.mean():.2f} cores (max "
+        f"{other_cpu_cores.max():.2f} over a case) during the sweeps (`other_cpu_cores`)"
+    )
+    if other_cpu_cores.mean() > BUSY_HOST_CORES:
+        return (
+            f"**Shared with other processes**: {figures}; samples were not filtered, so treat "
+            "the noise figures as those of a busy host."
+        )
+    return f"Quiet: {figures}."
+
+
 def readme(
     manifest: dict[str, Any],
     *,
@@ -721,6 +752,9 @@ def readme(
     beyond_text = ", ".join(beyond["workload_id"]) or "none"
     within_text = ", ".join(within["workload_id"]) or "none"
     cores = description["host"]["cpu_count"]
+    # Changes made to the measured tables after the run, each with its reason.
+    notes = "".join(f"\n- {note}" for note in description.get("notes", []))
+    notes = f"\nChanged after the measurement:\n{notes}\n" if notes else ""
     return f"""# {manifest["name"]} — MariaDB thread-pool sweeps measured on a {cores}-core host
 
 Real curves: for each case a sysbench workload runs against a private MariaDB with
@@ -743,15 +777,12 @@ Made with (end to end: servers, tables, load, sweeps, these files):
 Created {manifest["created_at"]}. Read with `trainer.datasets.load_dataset("{manifest["name"]}")`
 (checks every file against `MANIFEST.json`); import with
 `pooltune-trainer import-dataset {manifest["name"]}`.
-
+{notes}
 ## Where and how
 
 - Host: {description["host"]["cpu_count"]} cores ({description["host"]["cpu_model"]}),
   {description["host"]["memory_bytes"] / 2**30:.1f} GiB, Linux {description["host"]["kernel"]}.
-  **Shared with other engineers' test runs**: other processes used on average
-  {other.mean():.2f} cores (max {other.max():.2f} over a case) during the sweeps
-  (`other_cpu_cores`); samples were not filtered, so treat the noise figures as those of a busy
-  host.
+  {host_load(other)}
 - Server: MariaDB {description["engine_version"]} (Debian package); sysbench:
   {description["host"]["sysbench_version"]} (Debian package). Both share the same cores.
 - Server command lines (the suite's `tests/fixtures/mariadb.py` options, later ones win):
