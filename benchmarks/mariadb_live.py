@@ -5,9 +5,10 @@ For each case (sysbench workload × client count) on a fresh pool-of-threads Mar
 1. Oracle: an exhaustive sweep of fixed ``thread_pool_size`` values, in interleaved
    passes (forward, then backward: A/B/…/B/A) because a single pass is dominated by
    drift; the first 2 s after each change are dropped. The oracle is the best mean.
-2. The agent (in-process :class:`agents.loop.AgentLoop`, real climber, no service: the
-   local heuristic) starts from the default tuple and runs for ``--agent-seconds``. An
-   independent observer measures transactions/s every 2 s over the extra port.
+2. The agent (in-process :class:`agents.loop.AgentLoop`, real climber, no service) starts
+   from its local heuristic, cores × (1 + W/S) (what it does when the service cannot be
+   reached), and runs for ``--agent-seconds``. An independent observer measures
+   transactions/s every 2 s over the extra port.
 
 3. Side by side: the agent's final size and the oracle size, alternated four times for
    ``--ab-seconds`` each (A/B/A/B), so that the final ratio is measured in one window
@@ -28,16 +29,29 @@ by the sweep (its mean there / at the start size); and the verdict against the t
 sustained drop below 0.85, judged on the dip). ``--json`` writes every sample, and
 ``--rescore`` prints the table of such a file again.
 
+With ``--warm``, the same server then runs the agent a second time, warm: enrolled with the
+real service (uvicorn on a fresh PostgreSQL database), whose promoted model the real trainer
+CLI learned from sim-v1 (what ``make run`` bundles) and the real dataset without any case of
+the workload's group, so the model never saw this workload; the server times its
+synchronisation waits (performance_schema) for both runs. The cold run is then cold as in
+``benchmarks/warm_start.py``: enrolled with the same service but starting from the tuple in
+force (the default), not from the local heuristic. Every agent run measures latency
+(``enable_latency``: the query_response_time plugin), which gives the profile its wait W.
+Printed: cold vs warm start size and source, the sweep's mean at the start / the oracle, T95,
+the final size by the sweep and side by side.
+
 Usage::
 
     python -m benchmarks.mariadb_live                       # 3 workloads x 2 (about 1 h)
     python -m benchmarks.mariadb_live --quick               # one small case (about 5 min)
     python -m benchmarks.mariadb_live --workloads read_only --clients 32 --agent-seconds 300
+    python -m benchmarks.mariadb_live --workloads io_bound --clients 64 --warm   # about 15 min
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -46,6 +60,7 @@ import signal
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +75,13 @@ from agents.profile import ProfileError, interval
 from agents.spool import Spool
 from agents.targets.mariadb import MariaDBTarget
 from agents.uploader import Uploader
-from tests.fixtures.mariadb import MariaDBServer, SysbenchLoad, start_mariadb, stop_mariadb
+from tests.fixtures.mariadb import (
+    SYNC_TIMING_ARGS,
+    MariaDBServer,
+    SysbenchLoad,
+    start_mariadb,
+    stop_mariadb,
+)
 
 SIZE = "thread_pool_size"
 SAMPLE_S = 2.0
@@ -307,9 +328,41 @@ def score_case(workload: str, clients: int, case: dict[str, Any]) -> CaseResult:
     )
 
 
+@dataclass(frozen=True)
+class AgentRun:
+    series: list[float]
+    sizes: list[int]
+    knob_changes: int
+    #: The size the climb started from and where it came from (heuristic, model, …).
+    start_size: int
+    start_source: str
+
+
+@dataclass(frozen=True)
+class WarmService:
+    """A running pooltune service the warm agent enrols with and asks for its start."""
+
+    url: str
+    enrollment_token: str
+    #: What the promoted model learned from (printed with the results).
+    description: str
+
+
 def run_agent(
-    server: MariaDBServer, observer: Observer, seconds: float, state_dir: Path
-) -> tuple[list[float], list[int], int]:
+    server: MariaDBServer,
+    observer: Observer,
+    seconds: float,
+    state_dir: Path,
+    *,
+    service: WarmService | None = None,
+    cold: bool = False,
+) -> AgentRun:
+    """The agent for ``seconds``: with ``service``, enrolled there and starting from its
+    recommendation, or from the tuple in force when ``cold`` (it only uploads); without,
+    from the local heuristic (no service)."""
+    from agents.uploader import ServiceClient, make_http_client
+    from benchmarks.fleet import ColdStartClient
+
     config = parse_config(
         {
             "agent": {
@@ -319,18 +372,34 @@ def run_agent(
                 "climb_max_s": seconds,
                 "log_level": "INFO",
             },
-            "target": {"host": server.host, "port": server.port, "user": server.user},
+            # Latency (query_response_time) gives the profile its off-CPU wait W.
+            "target": {
+                "host": server.host,
+                "port": server.port,
+                "user": server.user,
+                "enable_latency": True,
+            },
             "climber": {"knobs": [SIZE]},
             "bounds": {SIZE: [1, 64]},
-        },
+        }
+        | ({"service": {"url": service.url, "timeout_s": 30.0}} if service else {}),
         env={"POOLTUNE_DB_PASSWORD": server.password},
     )
     target = MariaDBTarget(config.target, tuned_knobs=[SIZE])
+    client = None
+    if service is not None:
+        http = make_http_client(service.url, timeout_s=30.0)
+        target.connect()
+        credentials = ServiceClient(http, max_attempts=3).enroll(
+            service.enrollment_token, target.host_facts()
+        )
+        client_type = ColdStartClient if cold else ServiceClient
+        client = client_type(http, token=credentials.agent_token, max_attempts=3)
     loop = AgentLoop(
         config,
         target=target,
         climber_factory=make_climber_factory(config),
-        uploader=Uploader(None, Spool(config.spool_dir)),
+        uploader=Uploader(client, Spool(config.spool_dir)),
     )
     loop.start()
     thread = threading.Thread(target=loop.run, daemon=True)
@@ -340,10 +409,13 @@ def run_agent(
     loop.stop.set()
     thread.join(timeout=30)
     changes = loop.counters.knob_changes
+    climb = loop.climb
+    start_size = climb.start_tuple[SIZE] if climb is not None else (sizes[0] if sizes else 0)
+    source = climb.source.value if climb is not None else "none"
     # Keep the agent's tuple in force for the final figure; shutdown would restore.
     loop.original.clear()
     loop.shutdown()
-    return series, sizes, changes
+    return AgentRun(series, sizes, changes, start_size, source)
 
 
 def run_case(
@@ -356,9 +428,13 @@ def run_case(
     agent_seconds: float,
     ab_seconds: float,
     work_dir: Path,
-    raw: dict[str, object],
+    raw: dict[str, Any],
+    warm: WarmService | None = None,
+    warm_first: bool = False,
 ) -> CaseResult:
     test, server_args = WORKLOADS[workload]
+    if warm is not None:  # the warm agent measures contention too (see agents/packaging)
+        server_args = SYNC_TIMING_ARGS + server_args
     server = start_mariadb(prefix=f"pooltune-bench-{workload}-", extra_args=server_args)
     load = SysbenchLoad(server, tables=4, table_size=20_000)
     try:
@@ -366,7 +442,11 @@ def run_case(
         sysbench_process = load.start(
             test,
             threads=clients,
-            time_s=int(sweep_seconds * len(sizes) * passes + agent_seconds + 4 * ab_seconds + 120),
+            time_s=int(
+                sweep_seconds * len(sizes) * passes
+                + (agent_seconds + 4 * ab_seconds) * (2 if warm is not None else 1)
+                + 120
+            ),
         )
         metric = "queries" if workload == "point_select" else "transactions"
         observer = Observer(server, metric=metric)
@@ -388,39 +468,59 @@ def run_case(
             f"other processes used {foreign:.2f} cores on average",
             flush=True,
         )
-        observer.foreign_cores.clear()
-        series, sizes_in_force, changes = run_agent(
-            server, observer, agent_seconds, work_dir / workload
-        )
-        agent_foreign = statistics.fmean(observer.foreign_cores or [0.0])
-        print(
-            f"# {workload} x{clients}: agent series "
-            + " ".join(f"{v:.0f}@{n}" for v, n in zip(series, sizes_in_force, strict=True))
-            + f"; other processes used {agent_foreign:.2f} cores on average",
-            flush=True,
-        )
-        final_size = observer.size()
         oracle_size = max(oracle, key=lambda size: oracle[size])
-        if final_size == oracle_size:
-            ab_ratio = 1.0
-        else:
-            at_final, at_oracle = side_by_side(
-                observer, server, final_size, oracle_size, ab_seconds
+
+        def agent_case(label: str, service: WarmService | None) -> dict[str, Any]:
+            observer.foreign_cores.clear()
+            run = run_agent(
+                server,
+                observer,
+                agent_seconds,
+                work_dir / f"{workload}-{label}",
+                service=service or warm,
+                cold=service is None and warm is not None,
             )
-            ab_ratio = at_final / at_oracle
-        case = {
-            "sweep": {str(size): values for size, values in samples.items()},
-            "default_size": default_size,
-            "default_tps": default_tps,
-            "agent": series,
-            "agent_sizes": sizes_in_force,
-            "final_size": final_size,
-            "ab_ratio": ab_ratio,
-            "knob_changes": changes,
-            "foreign_cores": {"sweep": foreign, "agent": agent_foreign},
-        }
-        raw[f"{workload}x{clients}"] = case
-        return score_case(workload, clients, case)
+            agent_foreign = statistics.fmean(observer.foreign_cores or [0.0])
+            print(
+                f"# {workload} x{clients} {label}: start {run.start_size} ({run.start_source}); "
+                "agent series "
+                + " ".join(f"{v:.0f}@{n}" for v, n in zip(run.series, run.sizes, strict=True))
+                + f"; other processes used {agent_foreign:.2f} cores on average",
+                flush=True,
+            )
+            final_size = observer.size()
+            if final_size == oracle_size:
+                ab_ratio = 1.0
+            else:
+                at_final, at_oracle = side_by_side(
+                    observer, server, final_size, oracle_size, ab_seconds
+                )
+                ab_ratio = at_final / at_oracle
+            return {
+                "sweep": {str(size): values for size, values in samples.items()},
+                "default_size": default_size,
+                "default_tps": default_tps,
+                "agent": run.series,
+                "agent_sizes": run.sizes,
+                "start_size": run.start_size,
+                "start_source": run.start_source,
+                "final_size": final_size,
+                "ab_ratio": ab_ratio,
+                "knob_changes": run.knob_changes,
+                "foreign_cores": {"sweep": foreign, "agent": agent_foreign},
+            }
+
+        runs: list[tuple[str, WarmService | None]] = [("cold", None)]
+        if warm is not None:
+            # The server drifts over a run (io_bound stalls grow): --warm-first swaps the order.
+            runs = [("warm", warm), ("cold", None)] if warm_first else [*runs, ("warm", warm)]
+        for index, (label, service) in enumerate(runs):
+            if index:
+                server.sql(f"SET GLOBAL {SIZE} = {default_size}")
+                time.sleep(10)  # back to the default's steady state before the next agent
+            key = f"{workload}x{clients}" + ("-warm" if label == "warm" else "")
+            raw[key] = agent_case(label, service)
+        return score_case(workload, clients, raw[f"{workload}x{clients}"])
     finally:
         load.stop_all()
         stop_mariadb(server)
@@ -454,6 +554,84 @@ VERDICTS = (
 )
 
 
+#: The real dataset's workload group of each live workload (held out of the warm model).
+DATASET_GROUPS = {
+    "point_select": "oltp_point_select",
+    "read_only": "oltp_read_only",
+    "read_write": "oltp_read_write",
+    "io_bound": "io_bound_read_write",
+}
+
+
+@contextlib.contextmanager
+def warm_service(
+    workload: str,
+    *,
+    real_dataset: str,
+    sim_workloads: int,
+    trials: int,
+    work_dir: Path,
+    agents: int = 1,
+) -> Iterator[WarmService]:
+    """The real service on a fresh PostgreSQL database, with a model promoted by the real
+    trainer CLI from what ``make run`` bundles (``sim_workloads`` of sim-v1) plus the real
+    dataset without any case of ``workload``'s group: the warm agent's host is one the
+    model has never seen."""
+    from benchmarks import fleet
+    from trainer import datasets
+
+    held = DATASET_GROUPS[workload]
+    real = datasets.load_dataset(real_dataset)
+    kept = real.workloads[real.workloads["group"] != held]
+    held_out = work_dir / f"{real_dataset}-without-{held}"
+    datasets.write_dataset(
+        held_out,
+        name=held_out.name,
+        workloads=kept,
+        curves=real.curves[real.curves["workload_id"].isin(set(kept["workload_id"]))],
+        command=f"{real_dataset} without the {held} cases (benchmarks/mariadb_live.py --warm)",
+        description={"source": real_dataset, "held_out_group": held},
+    )
+    with fleet.live_service(log_path=work_dir / "service.log") as service:
+        fleet.import_dataset(service, "sim-v1", limit=sim_workloads)
+        fleet.import_dataset(service, str(held_out))
+        training = fleet.train_and_promote(
+            service, trials=trials, seed=0, card_dir=work_dir / "cards", name="warm-live"
+        )
+        promoted = "promoted" if training.promoted else "NOT promoted (the service's heuristic)"
+        description = (
+            f"model from {sim_workloads} sim-v1 workloads + {len(kept)} {real_dataset} cases "
+            f"without {held} ({trials} trials, {training.seconds:.0f} s): {promoted}"
+        )
+        print(f"# warm service: {description}", flush=True)
+        yield WarmService(
+            url=service.url,
+            enrollment_token=service.enrollment_token(uses=agents, description="mariadb_live"),
+            description=description,
+        )
+
+
+def print_warm_comparison(key: str, cold: dict[str, Any], warm: dict[str, Any]) -> None:
+    """Cold vs warm on the same server and sweep: the start's throughput by the sweep, T95,
+    the final size by the sweep and side by side, the knob changes."""
+    workload, _, clients = key.rpartition("x")
+    oracle, _ = sweep_summary({int(size): values for size, values in cold["sweep"].items()})
+    best = max(oracle.values())
+    print(
+        f"{'run':<5} {'start':>6} {'source':>17} {'start/oracle':>12} {'T95 s':>6} "
+        f"{'final':>6} {'sweep@final':>11} {'A/B':>5} {'changes':>7}"
+    )
+    for label, case in (("cold", cold), ("warm", warm)):
+        result = score_case(workload, int(clients), case)
+        start = int(case.get("start_size", case["default_size"]))
+        t95_text = "-" if result.t95_s is None else f"{result.t95_s:.0f}"
+        print(
+            f"{label:<5} {start:>6} {case.get('start_source', '?'):>17} "
+            f"{sweep_at(oracle, start) / best:>12.2f} {t95_text:>6} {result.final_size:>6} "
+            f"{result.sweep_final:>11.2f} {result.ab_ratio:>5.2f} {result.knob_changes:>7}"
+        )
+
+
 def _stop_on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # unwinds through run_case's cleanup (servers, sysbench)
 
@@ -480,16 +658,33 @@ def main() -> None:
     parser.add_argument(
         "--rescore", type=Path, default=None, help="print the table of a --json file; run nothing"
     )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="after the cold agent, run it again from the real service's recommendation: a "
+        "model trained on sim-v1 and the real dataset without the workload (needs PostgreSQL)",
+    )
+    parser.add_argument(
+        "--warm-first", action="store_true", help="run the warm agent before the cold one"
+    )
+    parser.add_argument("--warm-dataset", default="mariadb-2core-v1")
+    parser.add_argument("--warm-sim-workloads", type=int, default=3000)
+    parser.add_argument("--warm-trials", type=int, default=5)
     args = parser.parse_args()
     if args.rescore:
         recorded = json.loads(args.rescore.read_text())
+        cold_cases = {k: v for k, v in recorded.items() if not k.endswith("-warm")}
         print_table(
             [
                 score_case(key.rpartition("x")[0], int(key.rpartition("x")[2]), case)
-                for key, case in recorded.items()
+                for key, case in cold_cases.items()
             ]
         )
         print(VERDICTS)
+        for key, case in cold_cases.items():
+            if f"{key}-warm" in recorded:
+                print(f"\n{key}: cold vs warm")
+                print_warm_comparison(key, case, recorded[f"{key}-warm"])
         return
     if args.quick:
         args.workloads, args.clients, args.sizes = "read_only", "16", "1,2,4,8,16"
@@ -497,24 +692,43 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
-    raw: dict[str, object] = {}
+    raw: dict[str, Any] = {}
+    client_counts = [int(c) for c in args.clients.split(",")]
     for workload in args.workloads.split(","):
-        for clients in (int(c) for c in args.clients.split(",")):
-            result = run_case(
-                workload,
-                clients,
-                sizes=sizes,
-                sweep_seconds=args.sweep_seconds,
-                passes=args.passes,
-                agent_seconds=args.agent_seconds,
-                ab_seconds=args.ab_seconds,
-                work_dir=args.work_dir,
-                raw=raw,
-            )
-            results.append(result)
-            print_table([result])
-            if args.json:
-                args.json.write_text(json.dumps(raw, indent=1))
+        with contextlib.ExitStack() as stack:
+            warm = None
+            if args.warm:
+                warm = stack.enter_context(
+                    warm_service(
+                        workload,
+                        real_dataset=args.warm_dataset,
+                        sim_workloads=args.warm_sim_workloads,
+                        trials=args.warm_trials,
+                        work_dir=args.work_dir / f"warm-{workload}",
+                        agents=2 * len(client_counts),  # a cold and a warm agent each
+                    )
+                )
+            for clients in client_counts:
+                result = run_case(
+                    workload,
+                    clients,
+                    sizes=sizes,
+                    sweep_seconds=args.sweep_seconds,
+                    passes=args.passes,
+                    agent_seconds=args.agent_seconds,
+                    ab_seconds=args.ab_seconds,
+                    work_dir=args.work_dir,
+                    raw=raw,
+                    warm=warm,
+                    warm_first=args.warm_first,
+                )
+                results.append(result)
+                print_table([result])
+                key = f"{workload}x{clients}"
+                if f"{key}-warm" in raw:
+                    print_warm_comparison(key, raw[key], raw[f"{key}-warm"])
+                if args.json:
+                    args.json.write_text(json.dumps(raw, indent=1))
     print()
     print_table(results)
     print(VERDICTS)

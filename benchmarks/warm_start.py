@@ -21,7 +21,9 @@ every start), median and p90 with "never" counted as infinite; the first applied
 throughput / peak; final quality = mean over the last 60 samples.
 
 Then the real MariaDB comparison for one sysbench workload with a clear optimum, when
-``datasets/mariadb-2core-v1`` exists.
+``datasets/mariadb-2core-v1`` exists (:mod:`benchmarks.warm_start_real`): the starts scored
+on the held-out workload's measured sweep and, with ``--live``, the agent itself cold and
+warm on a fresh MariaDB under that load (about 15 minutes more).
 """
 
 from __future__ import annotations
@@ -114,6 +116,10 @@ def print_fleet(title: str, results: Sequence[HostResult]) -> dict[str, float]:
 def _ratio(cold: float, warm: float) -> str:
     if math.isinf(cold) and math.isinf(warm):
         return "n/a (neither reaches T95)"
+    if math.isinf(cold):
+        return "∞ (the cold fleet never reaches T95 at this percentile)"
+    if math.isinf(warm):
+        return "< 1 (the warm fleet never reaches T95 at this percentile)"
     if warm == 0:
         return "∞ (warm T95 = 0: at ≥ 95% of peak from the first climb sample)"
     return f"{cold / warm:.1f}×"
@@ -246,7 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sim-corpus", type=int, default=0, help="also train on a fresh simulated corpus of N"
     )
     parser.add_argument("--real-dataset", default="mariadb-2core-v1")
-    parser.add_argument("--skip-real", action="store_true")
+    parser.add_argument("--skip-real", action="store_true", help="no real-MariaDB part")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="the real part also runs the agent cold and warm on a fresh MariaDB (~15 min)",
+    )
+    parser.add_argument(
+        "--live-seconds", type=float, default=300.0, help="each live agent run, seconds"
+    )
     parser.add_argument("--quick", action="store_true", help="32 + 16 hosts, 3 trials")
     parser.add_argument("-v", "--verbose", action="store_true", help="per-host tables")
     args = parser.parse_args(argv)
@@ -258,7 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.skip_real:
         from benchmarks.warm_start_real import real_comparison
 
-        real_comparison(args.real_dataset, write=_write)
+        real_comparison(
+            args.real_dataset, write=_write, live=args.live, live_seconds=args.live_seconds
+        )
     return 0
 
 

@@ -1,32 +1,74 @@
 """The real-MariaDB half of ``benchmarks/warm_start.py``.
 
 From ``datasets/mariadb-2core-v1`` (pool-size sweeps measured with ``pooltune-agent sweep``
-under sysbench): pick the workload whose sweep shows the clearest optimum (the largest
-best / worst ratio of mean throughput among workloads whose best size is not the smallest),
-hold it out, and score two starts against its measured curve:
+under sysbench), pick the case whose sweep shows the clearest optimum: the largest gain of
+the best size over the default size, among the cases where the default is below the best by
+more than the sweep's noise (``differs_beyond_noise``), and among the workloads that
+``benchmarks/mariadb_live.py`` can run again (not the pinned ones). Hold its whole workload
+(every client count) out, then:
 
-- cold: the engine default (``thread_pool_size`` = cores);
-- warm: the trainer's LightGBM model trained on the other workloads of the dataset (a few
-  trials), and the nearest-workload mapping the trainer uses as a baseline.
-
-The printed figure is the measured throughput at each start / the sweep's best (the regret
-the start leaves for the climber to close). Running the live agent on a fresh MariaDB under
-the same sysbench load is ``benchmarks/mariadb_live.py``'s job; ``--live`` is not wired
-here yet.
+1. Static: score starts against the held-out case's measured curve: the cold start (the
+   engine default, ``thread_pool_size`` = cores) and warm starts from models trained on the
+   other workloads of the dataset (the trainer's LightGBM, a few trials, and the
+   nearest-workload baseline), and on those plus 3,000 workloads of sim-v1 (as the service
+   learns: the live warm agent's model). The figure is the measured throughput at the start / the
+   sweep's best: the regret the start leaves for the climber to close.
+2. Live (``--live``): the agent itself on a fresh MariaDB under the same sysbench load
+   (:func:`benchmarks.mariadb_live.run_case`): an oracle sweep, the agent cold (from the
+   default tuple), then the agent warm, enrolled with the real service whose promoted
+   model the real trainer CLI learned from sim-v1 and the real dataset without the workload.
+   About 15 minutes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import numpy as np
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agents.knobs import Engine
 
+if TYPE_CHECKING:
+    from trainer.datasets import Dataset
+    from trainer.regret import Curve
+
 Write = Callable[[str], None]
 
+#: Simulated workloads (of sim-v1) the warm models learn from besides the real cases.
+SIM_WORKLOADS = 3000
 
-def real_comparison(name: str, *, write: Write) -> None:
+
+def clearest_case(dataset: Dataset, groups: set[str]) -> tuple[str, Curve, float] | None:
+    """(workload id, its pool-size curve, gain of the best size over the default) of the case
+    with the clearest optimum among ``groups``, or None when no sweep differs from its
+    default beyond noise."""
+    workloads = dataset.workloads
+    curves = dataset.size_curves()
+    candidates = workloads[workloads["group"].isin(groups)]
+    if "pinned_to_one_core" in candidates.columns:  # mariadb_live does not pin the server
+        candidates = candidates[~candidates["pinned_to_one_core"].fillna(False).astype(bool)]
+    if "differs_beyond_noise" in candidates.columns:
+        candidates = candidates[candidates["differs_beyond_noise"].fillna(False).astype(bool)]
+    best: tuple[str, Curve, float] | None = None
+    for row in candidates.itertuples():
+        curve = curves.get(str(row.workload_id))
+        if curve is None or curve.sizes.size < 3:
+            continue
+        gain = curve.peak / max(float(curve.at(float(row.cpu_count))), 1e-9)
+        if best is None or gain > best[2]:
+            best = (str(row.workload_id), curve, gain)
+    return best
+
+
+def real_comparison(
+    name: str,
+    *,
+    write: Write,
+    live: bool = False,
+    live_seconds: float = 300.0,
+    work_dir: Path = Path("/tmp/pooltune-bench"),
+) -> None:
+    from benchmarks.mariadb_live import DATASET_GROUPS
     from trainer import datasets
 
     write(f"real MariaDB ({name}):")
@@ -38,18 +80,16 @@ def real_comparison(name: str, *, write: Write) -> None:
     from trainer.evaluation import baseline_predictors
     from trainer.examples import Example
 
-    examples: list[Example] = datasets.examples(dataset)
-    curves = dataset.size_curves()
-    clear: list[tuple[float, str]] = []
-    for workload_id, curve in curves.items():
-        if curve.sizes.size < 3 or curve.best_size <= curve.sizes[0]:
-            continue
-        clear.append((curve.peak / max(float(curve.throughput.min()), 1e-9), workload_id))
-    if not clear:
-        write("  no workload in the sweep shows an optimum above the smallest size; skipped")
+    live_workload_of = {group: workload for workload, group in DATASET_GROUPS.items()}
+    chosen = clearest_case(dataset, set(live_workload_of))
+    if chosen is None:
+        write(
+            "  no sweep of a workload benchmarks/mariadb_live.py can run differs from the "
+            "default beyond its noise; skipped"
+        )
         return
-    spread, held_out = max(clear)
-    curve = curves[held_out]
+    held_out, curve, gain = chosen
+    examples: list[Example] = datasets.examples(dataset)
     case = next((e for e in examples if e.origin.endswith(f":{held_out}")), None)
     if case is None:
         write(f"  {held_out} has no example; skipped")
@@ -57,28 +97,81 @@ def real_comparison(name: str, *, write: Write) -> None:
     # Hold the whole workload out (all its client counts), not just this case.
     held = [e for e in examples if e.group == case.group]
     rest = [e for e in examples if e.group != case.group]
-    if not held or not rest:
-        write(f"  cannot hold {held_out} out (examples {len(held)} / {len(rest)}); skipped")
+    if not rest:
+        write(f"  cannot hold {held_out} out: no other workload to train on; skipped")
         return
-    example = case
-    cold_size = float(example.host.cpu_count)
-    starts: list[tuple[str, float]] = [("cold (default)", cold_size)]
-    nearest = baseline_predictors(rest)["nearest"]
-    starts.append(("warm: nearest", float(nearest([example])[0])))
-    try:
-        from trainer.models import SearchConfig, predict_sizes, search_lightgbm
+    starts: list[tuple[str, float]] = [("cold (default)", float(case.host.cpu_count))]
+    starts.append(("warm: nearest", float(baseline_predictors(rest)["nearest"]([case])[0])))
+    from trainer.models import SearchConfig, predict_sizes, search_lightgbm
 
-        model = search_lightgbm(
-            Engine.MARIADB, rest, SearchConfig(trials=3, seed=0, validation_fraction=0.25)
-        ).model
-        starts.append(("warm: lightgbm", float(predict_sizes(model, [example])[0][0])))
-    except (ValueError, RuntimeError) as exc:
-        write(f"  no LightGBM model from {len(rest)} other cases: {exc}")
+    # The real cases alone, and with the simulated corpus as the service learns (what
+    # `make run` bundles plus these cases: the live warm agent's model).
+    simulated = datasets.examples(datasets.load_dataset("sim-v1"))[:SIM_WORKLOADS]
+    for label, training in (("lightgbm", rest), ("lightgbm+sim", simulated + rest)):
+        try:
+            model = search_lightgbm(
+                Engine.MARIADB, training, SearchConfig(trials=3, seed=0, validation_fraction=0.25)
+            ).model
+        except (ValueError, RuntimeError) as exc:
+            write(f"  no {label} model from {len(training)} cases: {exc}")
+            continue
+        starts.append((f"warm: {label}", float(predict_sizes(model, [case])[0][0])))
     write(
-        f"  held-out case {held_out}: best size {curve.best_size:.0f} "
-        f"(best / worst {spread:.2f}); its workload ({len(held)} cases) held out, warm models "
-        f"trained on the {len(rest)} cases of the other workloads"
+        f"  held-out case {held_out}: best size {curve.best_size:.0f}, {gain:.2f}× the "
+        f"default's throughput (beyond the sweep's noise); its workload ({len(held)} cases) "
+        f"held out, warm models trained on the {len(rest)} cases of the other workloads"
     )
     for label, size in starts:
-        share = float(np.interp(np.log(size), np.log(curve.sizes), curve.throughput)) / curve.peak
-        write(f"  {label:15s} size {size:5.0f}: measured throughput / best {share:.3f}")
+        share = float(curve.at(size)) / curve.peak
+        write(f"  {label:18s} size {size:5.0f}: measured throughput / best {share:.3f}")
+    if live:
+        row = dataset.workloads.set_index("workload_id").loc[held_out]
+        live_comparison(
+            live_workload_of[str(row["group"])],
+            int(row["clients"]),
+            real_dataset=name,
+            agent_seconds=live_seconds,
+            work_dir=work_dir,
+            write=write,
+        )
+
+
+def live_comparison(
+    workload: str,
+    clients: int,
+    *,
+    real_dataset: str,
+    agent_seconds: float,
+    work_dir: Path,
+    write: Write,
+) -> None:
+    """The agent cold and warm on a fresh MariaDB under ``workload`` × ``clients``."""
+    from benchmarks import mariadb_live
+
+    write(
+        f"  live: {workload} × {clients} clients on a fresh MariaDB (sweep, then the agent "
+        f"cold and warm for {agent_seconds:.0f} s each)"
+    )
+    raw: dict[str, Any] = {}
+    with mariadb_live.warm_service(
+        workload,
+        real_dataset=real_dataset,
+        sim_workloads=SIM_WORKLOADS,
+        trials=5,
+        work_dir=work_dir / f"warm-{workload}",
+        agents=2,  # the cold and the warm agent
+    ) as warm:
+        mariadb_live.run_case(
+            workload,
+            clients,
+            sizes=[1, 2, 4, 8, 16, 32],
+            sweep_seconds=12.0,
+            passes=2,
+            agent_seconds=agent_seconds,
+            ab_seconds=12.0,
+            work_dir=work_dir,
+            raw=raw,
+            warm=warm,
+        )
+    key = f"{workload}x{clients}"
+    mariadb_live.print_warm_comparison(key, raw[key], raw[f"{key}-warm"])

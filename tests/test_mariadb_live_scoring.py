@@ -109,3 +109,39 @@ def test_a_recorded_case_scores_the_same_again() -> None:
     assert (result.oracle_size, result.oracle_tps, result.default_tps) == (4, 120.0, 100.0)
     assert result.final_tps == 120.0 and result.dip == 1.0
     assert result.verdict == "met" and result.t95_s is not None and result.t95_s <= 10
+
+
+def test_the_warm_comparison_scores_both_runs_by_the_same_sweep(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Cold from the default (2) and warm from the service's start (8) on one sweep: the
+    start is scored by the sweep's mean there, so the warm start reads 1.00 of the oracle
+    and reaches 95% at once, while the cold one climbs."""
+    from benchmarks.mariadb_live import print_warm_comparison
+
+    sweep = {"1": [500.0] * 6, "2": [600.0] * 6, "4": [900.0] * 6, "8": [1000.0] * 6}
+    cold = {
+        "sweep": sweep,
+        "default_size": 2,
+        "start_size": 2,
+        "start_source": "local_heuristic",
+        "agent": [600.0] * 20 + [1000.0] * 60,
+        "agent_sizes": [2] * 20 + [8] * 60,
+        "final_size": 8,
+        "ab_ratio": 1.0,
+        "knob_changes": 3,
+    }
+    warm = cold | {
+        "start_size": 8,
+        "start_source": "model",
+        "agent": [1000.0] * 80,
+        "agent_sizes": [8] * 80,
+        "knob_changes": 1,
+    }
+    print_warm_comparison("io_boundx64", cold, warm)
+    lines = capsys.readouterr().out.splitlines()
+    cold_row = next(line.split() for line in lines if line.startswith("cold"))
+    warm_row = next(line.split() for line in lines if line.startswith("warm"))
+    assert cold_row[1:4] == ["2", "local_heuristic", "0.60"]
+    assert warm_row[1:5] == ["8", "model", "1.00", "0"]
+    assert float(cold_row[4]) > 0
