@@ -51,7 +51,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
 typecheck: $(VENV)/.installed-dev
-	$(BIN)/mypy agents service trainer
+	$(BIN)/mypy agents service trainer benchmarks scripts
 
 test: system lint typecheck
 	$(BIN)/pytest -p no:cacheprovider $(PYTEST_ARGS)

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,14 +146,18 @@ class ColdStartClient(ServiceClient):
     ) -> RecommendationResponse:
         # The wire schema only lets the service answer model/heuristic; this answer never
         # crosses the wire, it tells the loop "start where you are" (Source.CURRENT).
+        current = request.current_tuple.values if request.current_tuple is not None else {}
         return RecommendationResponse.model_construct(
-            start_tuple=KnobTuple(
-                engine=request.host.engine, values=dict(request.current_tuple.values)
-            ),
+            start_tuple=KnobTuple(engine=request.host.engine, values=dict(current)),
             ranges={},
-            source=Source.CURRENT,
+            source=Source.CURRENT,  # type: ignore[arg-type]
             model_version=None,
         )
+
+
+def _virtual_clock(target: SimulatedTarget) -> Callable[[], float]:
+    """The loop's clock: the simulated server's virtual time."""
+    return lambda: target.now
 
 
 @dataclass
@@ -241,7 +245,7 @@ def build_fleet(
             target=target,
             climber_factory=make_climber_factory(config),
             uploader=Uploader(client, Spool(config.spool_dir)),
-            clock=lambda target=target: target.now,
+            clock=_virtual_clock(target),
         )
         hosts.append(HostRun(name=name, workload=workload, target=target, loop=loop))
     return hosts
