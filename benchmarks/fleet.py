@@ -171,6 +171,8 @@ class HostRun:
     #: Noise-free throughput of the tuple in force / the size curve's peak, per sample.
     normalised: list[float] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
+    #: Pool size in force, per sample.
+    sizes: list[int] = field(default_factory=list)
 
     @property
     def peak(self) -> float:
@@ -191,6 +193,8 @@ class HostResult:
     final_quality: float
     converged: bool
     reported: bool
+    #: Pool sizes in force from the climb's start, run-length encoded ("8x4 9x7 …").
+    size_trace: str = ""
 
 
 def size_peak(workload: SimWorkload) -> float:
@@ -260,6 +264,7 @@ def run_fleet(hosts: Sequence[HostRun], *, samples: int) -> None:
             host.loop.iterate()
             host.normalised.append(host.target.expected_throughput() / host.peak)
             host.phases.append(host.loop.phase)
+            host.sizes.append(host.target.knobs[SIZE])
     for host in hosts:
         host.loop.shutdown()
         client = host.loop.uploader.service
@@ -293,7 +298,19 @@ def score(host: HostRun) -> HostResult:
         final_quality=float(np.mean(series[-FINAL_WINDOW:])),
         converged=bool(report.get("converged")),
         reported=bool(report.get("delivered")),
+        size_trace=run_lengths(host.sizes[climbing[0] :]),
     )
+
+
+def run_lengths(values: Sequence[int]) -> str:
+    """``[8, 8, 9, 9, 9]`` → ``"8x2 9x3"``."""
+    runs: list[list[int]] = []
+    for value in values:
+        if runs and runs[-1][0] == value:
+            runs[-1][1] += 1
+        else:
+            runs.append([value, 1])
+    return " ".join(f"{value}x{count}" for value, count in runs)
 
 
 def run_and_score(hosts: Sequence[HostRun], *, samples: int) -> list[HostResult]:

@@ -41,6 +41,7 @@ import numpy as np
 from agents.sim import SimWorkload, random_workload
 from agents.sim.workloads import WorkloadKind
 from benchmarks import fleet
+from benchmarks.climb import T95_SHARE
 from benchmarks.fleet import HostResult
 
 KINDS = tuple(kind.value for kind in WorkloadKind)
@@ -133,6 +134,9 @@ def print_hosts(results: Sequence[HostResult]) -> None:
             f"{r.optimum_size:8d} {r.first_tuple_share:11.3f} {_samples(r.t95_samples):>4s} "
             f"{r.final_quality:6.3f}"
         )
+    for r in results:
+        if math.isinf(r.t95_samples) or r.final_quality < T95_SHARE:
+            _write(f"    {r.name} sizes from the climb's start: {r.size_trace}")
 
 
 def simulated_comparison(args: argparse.Namespace, workdir: Path) -> bool:

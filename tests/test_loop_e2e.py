@@ -50,6 +50,11 @@ def test_second_fleet_starts_closer_to_its_optima(tmp_path: Path) -> None:
         )
         warm = fleet.run_and_score(warm_hosts, samples=SAMPLES)
     assert all(r.start_source == "model" for r in warm)
+    # The size trace starts at the applied start and covers every climbing sample.
+    for r in warm:
+        runs = [run.split("x") for run in r.size_trace.split()]
+        assert int(runs[0][0]) == r.start_size, r.size_trace
+        assert sum(int(count) for _, count in runs) <= SAMPLES
     cold_start = float(np.median([r.first_tuple_share for r in cold]))
     warm_start = float(np.median([r.first_tuple_share for r in warm]))
     assert warm_start > cold_start, (warm_start, cold_start)
