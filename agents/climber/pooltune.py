@@ -48,6 +48,11 @@ class PooltuneConfig:
     #: Ties when walking a plateau down (once a large step changed nothing): a smaller
     #: pool may lose up to this much.
     economy_epsilon: float = 0.045
+    #: From a start the service recommended (a model that already aims at the smallest
+    #: size near the best), a smaller pool ties the best only if its loss stays inside the
+    #: tolerance by this many standard errors (one-sided): the step down must be shown,
+    #: not merely be inside the noise. 0 treats warm starts like cold ones.
+    warm_tie_z: float = 1.5
     #: Prior for the per-sample noise (coefficient of variation) and its weight in samples.
     prior_cv: float = 0.05
     prior_weight: float = 4.0
@@ -155,6 +160,8 @@ class PooltuneClimber(Climber):
         #: Samples in a row with connections but throughput at or below min_throughput.
         self._low_streak = 0
         self._flat_votes = 0
+        #: The climb started from a recommended tuple (not from the tuple in force).
+        self._warm = False
 
     # ----------------------------------------------------------------- interface
     @property
@@ -231,6 +238,7 @@ class PooltuneClimber(Climber):
 
     # ----------------------------------------------------------------- program
     def _start_program(self, *, cold: bool) -> None:
+        self._warm = not cold
         self._archive.clear()
         self._cpu_busy.clear()
         self._top = dict(self._current)
@@ -470,6 +478,7 @@ class PooltuneClimber(Climber):
                 # Fewer groups than cores leave cores idle on a busy server: a tie down there
                 # must be seen, not merely "not disproved" by noisy samples.
                 prove_tie=smaller and not stay and probe_size < self.cpu_count,
+                shown_tie_z=cfg.warm_tie_z if smaller and not stay and self._warm else 0.0,
             )
             if verdict is not _Verdict.UNSURE:
                 return verdict
@@ -536,6 +545,7 @@ class PooltuneClimber(Climber):
         stay: bool = False,
         loss_tolerance: float | None = None,
         prove_tie: bool = False,
+        shown_tie_z: float = 0.0,
     ) -> _Verdict:
         """BETTER / WORSE / EQUAL once the samples tell, else UNSURE; at ``final`` a verdict
         is forced: an unproven gain is no gain, and an unproven tie (``prove_tie``: the probe
@@ -547,11 +557,16 @@ class PooltuneClimber(Climber):
         difference = sum(probe) / len(probe) - sum(reference) / len(reference)
         noise = self._noise() * cfg.autocorrelation_inflation
         stderr = noise * math.sqrt(1.0 / len(reference) + 1.0 / len(probe))
+        # The loss a tie must stay inside the tolerance with (the difference itself, or a
+        # margin below it where the tie must be shown).
+        shown = difference - shown_tie_z * stderr
         if difference > cfg.epsilon and difference > cfg.z * stderr:
             verdict = _Verdict.BETTER
         elif difference < -tolerance and difference < -cfg.z * stderr:
             verdict = _Verdict.WORSE
-        elif -tolerance <= difference <= cfg.epsilon and cfg.z * stderr <= 3 * cfg.epsilon:
+        elif (
+            -tolerance <= shown and difference <= cfg.epsilon and cfg.z * stderr <= 3 * cfg.epsilon
+        ):
             verdict = _Verdict.EQUAL
             self._forced_tie = False
         elif final:
@@ -559,7 +574,7 @@ class PooltuneClimber(Climber):
             # Where ties keep the current value, an unproven gain must be twice as large.
             if difference > (2 * cfg.epsilon if stay else cfg.epsilon):
                 verdict = _Verdict.BETTER
-            elif difference < -tolerance or (prove_tie and difference < 0):
+            elif shown < -tolerance or (prove_tie and difference < 0):
                 verdict = _Verdict.WORSE
             else:
                 verdict = _Verdict.EQUAL
