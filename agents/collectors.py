@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -197,17 +197,25 @@ class QueryResponseTimeCollector:
     min_version: tuple[int, int] = (10, 0)
 
     def collect(self, runner: QueryRunner) -> Collected:
-        rows = runner.query(
+        return _counters_of_one_row(
+            runner,
             "SELECT SUM(COUNT), SUM(IF(TOTAL = 'TOO LONG', 0, TOTAL))"
-            " FROM information_schema.QUERY_RESPONSE_TIME"
+            " FROM information_schema.QUERY_RESPONSE_TIME",
+            {"qrt_count": 1.0, "qrt_total_s": 1.0},
         )
-        collected = Collected()
-        if rows:
-            count, total = (_number(v) for v in rows[0][:2])
-            if count is not None and total is not None:
-                collected.counters["qrt_count"] = count
-                collected.counters["qrt_total_s"] = total
-        return collected
+
+
+def _counters_of_one_row(runner: QueryRunner, sql: str, columns: Mapping[str, float]) -> Collected:
+    """The first row of ``sql`` as counters, named and scaled by ``columns`` in column
+    order; none of them when a value is missing (an empty table sums to NULL)."""
+    rows = runner.query(sql)
+    collected = Collected()
+    if rows:
+        values = [v for v in map(_number, rows[0][: len(columns)]) if v is not None]
+        if len(values) == len(columns):
+            for (name, scale), value in zip(columns.items(), values, strict=True):
+                collected.counters[name] = value * scale
+    return collected
 
 
 def process_cpu_seconds(pid: int, proc_root: Path = Path("/proc")) -> float | None:
@@ -257,18 +265,13 @@ class SyncWaitsCollector:
     min_version: tuple[int, int] = (10, 0)
 
     def collect(self, runner: QueryRunner) -> Collected:
-        rows = runner.query(
+        return _counters_of_one_row(
+            runner,
             "SELECT SUM(SUM_TIMER_WAIT), SUM(COUNT_STAR)"
             " FROM performance_schema.events_waits_summary_global_by_event_name"
-            " WHERE EVENT_NAME LIKE 'wait/synch/%' AND EVENT_NAME NOT LIKE 'wait/synch/cond/%'"
+            " WHERE EVENT_NAME LIKE 'wait/synch/%' AND EVENT_NAME NOT LIKE 'wait/synch/cond/%'",
+            {"sync_wait_s": 1.0 / _PICOSECONDS, "sync_waits": 1.0},
         )
-        collected = Collected()
-        if rows:
-            total_ps, count = (_number(v) for v in rows[0][:2])
-            if total_ps is not None and count is not None:
-                collected.counters["sync_wait_s"] = total_ps / _PICOSECONDS
-                collected.counters["sync_waits"] = count
-        return collected
 
 
 def sync_waits_available(runner: QueryRunner) -> str | None:

@@ -6,7 +6,12 @@ from collections.abc import Mapping
 
 import pytest
 
-from agents.collectors import Row, SyncWaitsCollector, sync_waits_available
+from agents.collectors import (
+    QueryResponseTimeCollector,
+    Row,
+    SyncWaitsCollector,
+    sync_waits_available,
+)
 
 
 class ScriptedRunner:
@@ -38,6 +43,17 @@ def test_sync_waits_sum_picoseconds_into_seconds() -> None:
 def test_an_empty_summary_gives_no_counter() -> None:
     runner = ScriptedRunner({"events_waits_summary": [(None, None)]})
     assert SyncWaitsCollector().collect(runner).counters == {}
+    # One value missing is as good as none: a count without its total would read as zero.
+    runner = ScriptedRunner({"events_waits_summary": [(None, 12)]})
+    assert SyncWaitsCollector().collect(runner).counters == {}
+
+
+def test_the_response_time_histogram_counts_seconds() -> None:
+    runner = ScriptedRunner({"QUERY_RESPONSE_TIME": [("1200", "3.25")]})
+    collected = QueryResponseTimeCollector().collect(runner)
+    assert collected.counters == {"qrt_count": 1200.0, "qrt_total_s": 3.25}
+    empty = ScriptedRunner({"QUERY_RESPONSE_TIME": []})
+    assert QueryResponseTimeCollector().collect(empty).counters == {}
 
 
 @pytest.mark.parametrize(
