@@ -103,6 +103,36 @@ class PooltuneConfig:
     #: in the samples.
     cpu_cap_margin: float = 1.1
 
+    def __post_init__(self) -> None:
+        problems = []
+        non_negative = (
+            "lag_samples z epsilon economy_epsilon warm_tie_z prior_weight cusum_slack "
+            "cusum_clip min_throughput cpu_cap_margin"
+        )
+        problems += [
+            f"{name} must be ≥ 0" for name in non_negative.split() if getattr(self, name) < 0
+        ]
+        positive = "min_samples prior_cv cusum_threshold min_change suspend_after recent_window"
+        problems += [f"{name} must be > 0" for name in positive.split() if getattr(self, name) <= 0]
+        fractions = "rollback_drop stall_level baseline_alpha hold_noise_alpha"
+        problems += [
+            f"{name} must be between 0 and 1 (exclusive)"
+            for name in fractions.split()
+            if not 0 < getattr(self, name) < 1
+        ]
+        if self.max_samples < self.min_samples:
+            problems.append("max_samples must be ≥ min_samples")
+        if not 0 < self.min_step <= self.initial_step <= self.max_step:
+            problems.append("steps must satisfy 0 < min_step ≤ initial_step ≤ max_step")
+        if self.expand <= 1 or self.autocorrelation_inflation < 1:
+            problems.append("expand must be > 1 and autocorrelation_inflation ≥ 1")
+        if self.range_steps <= 0 or self.equal_bracket_step <= 0 or self.secondary_step <= 0:
+            problems.append("range_steps, equal_bracket_step and secondary_step must be > 0")
+        if self.connections_change <= 1:
+            problems.append("connections_change must be > 1")
+        if problems:
+            raise ValueError("; ".join(problems))
+
 
 class PooltuneState(enum.StrEnum):
     SEARCH_SIZE = "search-size"

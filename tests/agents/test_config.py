@@ -116,6 +116,24 @@ def test_cli_rejects_unknown_climber_settings(
     assert "unknown key(s) wave" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("warm_tie_z = -1.0", "warm_tie_z must be ≥ 0"),
+        ("min_step = 3.0", "min_step ≤ initial_step ≤ max_step"),
+        ("rollback_drop = 1.5", "rollback_drop must be between 0 and 1"),
+    ],
+)
+def test_cli_rejects_climber_settings_out_of_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], settings: str, message: str
+) -> None:
+    path = tmp_path / "agent.toml"
+    path.write_text(f'[agent]\nstate_dir = "{tmp_path}"\n[climber]\nsettings = {{ {settings} }}\n')
+    assert main(["run", "--config", str(path)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "invalid [climber] settings" in err and message in err, err
+
+
 def test_help_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ([], ["enroll"], ["run"], ["test"], ["dry-run"], ["restore"], ["status"]):
         with pytest.raises(SystemExit) as exit_info:
