@@ -257,7 +257,7 @@ class SyncWaitsCollector:
     pool size, while the mutex time grew 16× from pool size 2 to 16).
 
     Only meaningful where ``performance_schema`` is ON and those instruments are enabled
-    and timed (:func:`sync_waits_available`); otherwise the sums are empty or stay at zero,
+    and timed (:func:`sync_waits_unavailable`); otherwise the sums are empty or stay at zero,
     which would read as "no contention", so the target does not run this collector.
     """
 
@@ -274,7 +274,7 @@ class SyncWaitsCollector:
         )
 
 
-def sync_waits_available(runner: QueryRunner) -> str | None:
+def sync_waits_unavailable(runner: QueryRunner) -> str | None:
     """``None`` when :class:`SyncWaitsCollector` measures something, else why not."""
     (row,) = runner.query("SELECT @@global.performance_schema")
     if str(row[0]) not in {"1", "ON"}:

@@ -470,15 +470,17 @@ def run_case(
         )
         oracle_size = max(oracle, key=lambda size: oracle[size])
 
-        def agent_case(label: str, service: WarmService | None) -> dict[str, Any]:
+        def agent_case(label: str) -> dict[str, Any]:
             observer.foreign_cores.clear()
+            # With a service, both runs enrol there; the cold one starts from the tuple in
+            # force. Without one, the agent starts from its local heuristic.
             run = run_agent(
                 server,
                 observer,
                 agent_seconds,
                 work_dir / f"{workload}-{label}",
-                service=service or warm,
-                cold=service is None and warm is not None,
+                service=warm,
+                cold=label == "cold" and warm is not None,
             )
             agent_foreign = statistics.fmean(observer.foreign_cores or [0.0])
             print(
@@ -510,16 +512,16 @@ def run_case(
                 "foreign_cores": {"sweep": foreign, "agent": agent_foreign},
             }
 
-        runs: list[tuple[str, WarmService | None]] = [("cold", None)]
+        labels = ["cold"]
         if warm is not None:
             # The server drifts over a run (io_bound stalls grow): --warm-first swaps the order.
-            runs = [("warm", warm), ("cold", None)] if warm_first else [*runs, ("warm", warm)]
-        for index, (label, service) in enumerate(runs):
+            labels = ["warm", "cold"] if warm_first else ["cold", "warm"]
+        for index, label in enumerate(labels):
             if index:
                 server.sql(f"SET GLOBAL {SIZE} = {default_size}")
                 time.sleep(10)  # back to the default's steady state before the next agent
             key = f"{workload}x{clients}" + ("-warm" if label == "warm" else "")
-            raw[key] = agent_case(label, service)
+            raw[key] = agent_case(label)
         return score_case(workload, clients, raw[f"{workload}x{clients}"])
     finally:
         load.stop_all()
@@ -553,6 +555,9 @@ VERDICTS = (
     " first 10 s, which includes the server's own drift."
 )
 
+
+#: Simulated workloads (of sim-v1) the warm model learns from besides the real cases.
+WARM_SIM_WORKLOADS = 3000
 
 #: The real dataset's workload group of each live workload (held out of the warm model).
 DATASET_GROUPS = {
@@ -668,7 +673,7 @@ def main() -> None:
         "--warm-first", action="store_true", help="run the warm agent before the cold one"
     )
     parser.add_argument("--warm-dataset", default="mariadb-2core-v1")
-    parser.add_argument("--warm-sim-workloads", type=int, default=3000)
+    parser.add_argument("--warm-sim-workloads", type=int, default=WARM_SIM_WORKLOADS)
     parser.add_argument("--warm-trials", type=int, default=5)
     args = parser.parse_args()
     if args.rescore:

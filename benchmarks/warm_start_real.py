@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
 Write = Callable[[str], None]
 
-#: Simulated workloads (of sim-v1) the warm models learn from besides the real cases.
-SIM_WORKLOADS = 3000
-
 
 def clearest_case(dataset: Dataset, groups: set[str]) -> tuple[str, Curve, float] | None:
     """(workload id, its pool-size curve, gain of the best size over the default) of the case
@@ -68,7 +65,7 @@ def real_comparison(
     live_seconds: float = 300.0,
     work_dir: Path = Path("/tmp/pooltune-bench"),
 ) -> None:
-    from benchmarks.mariadb_live import DATASET_GROUPS
+    from benchmarks.mariadb_live import DATASET_GROUPS, WARM_SIM_WORKLOADS
     from trainer import datasets
 
     write(f"real MariaDB ({name}):")
@@ -106,7 +103,7 @@ def real_comparison(
 
     # The real cases alone, and with the simulated corpus as the service learns (what
     # `make run` bundles plus these cases: the live warm agent's model).
-    simulated = datasets.examples(datasets.load_dataset("sim-v1"))[:SIM_WORKLOADS]
+    simulated = datasets.examples(datasets.load_dataset("sim-v1"))[:WARM_SIM_WORKLOADS]
     for label, training in (("lightgbm", rest), ("lightgbm+sim", simulated + rest)):
         try:
             model = search_lightgbm(
@@ -156,7 +153,7 @@ def live_comparison(
     with mariadb_live.warm_service(
         workload,
         real_dataset=real_dataset,
-        sim_workloads=SIM_WORKLOADS,
+        sim_workloads=mariadb_live.WARM_SIM_WORKLOADS,
         trials=5,
         work_dir=work_dir / f"warm-{workload}",
         agents=2,  # the cold and the warm agent

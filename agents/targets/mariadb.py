@@ -32,7 +32,7 @@ from agents.collectors import (
     ThreadPoolStatsCollector,
     ThreadPoolWaitsCollector,
     process_cpu_seconds,
-    sync_waits_available,
+    sync_waits_unavailable,
 )
 from agents.config import TargetSection
 from agents.targets.base import (
@@ -349,7 +349,7 @@ class MariaDBTarget:
     def _sync_waits_missing(self) -> str | None:
         try:
             assert self._connection is not None
-            return sync_waits_available(self._connection)
+            return sync_waits_unavailable(self._connection)
         except pymysql.err.MySQLError as exc:
             return f"performance_schema unreadable ({exc})"
 

@@ -10,7 +10,7 @@ from agents.collectors import (
     QueryResponseTimeCollector,
     Row,
     SyncWaitsCollector,
-    sync_waits_available,
+    sync_waits_unavailable,
 )
 
 
@@ -67,6 +67,6 @@ def test_the_response_time_histogram_counts_seconds() -> None:
 def test_availability_says_why_the_time_cannot_be_measured(
     change: dict[str, list[Row]], reason: str
 ) -> None:
-    assert sync_waits_available(ScriptedRunner(AVAILABLE)) is None
-    missing = sync_waits_available(ScriptedRunner(AVAILABLE | change))
+    assert sync_waits_unavailable(ScriptedRunner(AVAILABLE)) is None
+    missing = sync_waits_unavailable(ScriptedRunner(AVAILABLE | change))
     assert missing is not None and reason in missing
