@@ -1,14 +1,13 @@
 """``pooltune-agent``: the command a DBA runs on the database host.
 
-Exit codes: 0 success; 1 unexpected error; 2 configuration error; 3 cannot reach the
-database; 4 the server cannot be tuned as configured (no thread pool, missing rights);
-5 state file problem; 6 the service refused or could not be reached (enroll).
+Exit codes are :mod:`agents.console`'s: 0 success; 1 unexpected error; 2 configuration
+error; 3 cannot reach the database; 4 the server cannot be tuned as configured (no thread
+pool, missing rights); 5 state file problem; 6 the service refused or could not be reached.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import faulthandler
 import json
 import logging
@@ -21,10 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from pydantic import TypeAdapter, ValidationError
-
-from agents.climber import CONFIGS as CLIMBER_CONFIGS
-from agents.climber import Climber, KnobSpace, make_climber
+from agents.approval_record import read_record_summary
 from agents.config import (
     DEFAULT_CONFIG_PATH,
     AgentConfig,
@@ -32,8 +28,21 @@ from agents.config import (
     load_config,
     read_agent_token,
 )
-from agents.loop import AgentLoop, ClimberFactory, recommend
-from agents.profile import ProfileError, build_profile, interval
+from agents.console import (
+    EXIT_CONFIG,
+    EXIT_MISCONFIGURED,
+    EXIT_OK,
+    EXIT_SERVICE,
+    EXIT_STATE,
+    EXIT_UNEXPECTED,
+    EXIT_UNREACHABLE,
+    fail,
+    out,
+)
+from agents.profile import ProfileError
+from agents.profilers import target_profiler
+from agents.recommendation import recommend, start_tuple
+from agents.service_client import ServiceError, enroll_agent
 from agents.spool import Spool
 from agents.state import (
     OriginalTupleFile,
@@ -42,91 +51,13 @@ from agents.state import (
     atomic_write_text,
     restore_original,
 )
-from agents.targets.base import Target, TargetMisconfigured, TargetUnavailable
-from agents.uploader import ServiceClient, Uploader, UploadError, make_http_client
+from agents.sweep import cli as sweep_cli
+from agents.targets.base import TargetMisconfigured, TargetUnavailable
+from agents.wiring import assemble_daemon, make_service_client, make_target
 
 logger = logging.getLogger("agents.cli")
 
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
-EXIT_CONFIG = 2
-EXIT_UNREACHABLE = 3
-EXIT_MISCONFIGURED = 4
-EXIT_STATE = 5
-EXIT_SERVICE = 6
-
 ENV_ENROLLMENT_TOKEN = "POOLTUNE_ENROLLMENT_TOKEN"
-
-
-def _out(text: str) -> None:
-    """The CLI's output to the operator (logs go to stderr through logging)."""
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-
-
-def _fail(code: int, message: str) -> int:
-    sys.stderr.write(f"pooltune-agent: error: {message}\n")
-    return code
-
-
-def make_target(config: AgentConfig) -> Target:
-    from agents.knobs import Engine
-
-    simulated = config.target.simulated
-    if simulated is not None:
-        from agents.targets.simulated import SimulatedTarget
-
-        try:
-            return SimulatedTarget.from_settings(
-                engine=config.target.engine, **simulated.model_dump()
-            )
-        except ValueError as exc:
-            raise ConfigError(f"[target.simulated]: {exc}") from exc
-    if config.target.engine in (Engine.MARIADB, Engine.PERCONA):
-        from agents.targets.mariadb import MariaDBTarget
-
-        return MariaDBTarget(config.target, tuned_knobs=config.tuned_knob_names)
-    raise ConfigError(f"target.engine = {config.target.engine.value!r} is not supported yet")
-
-
-def make_climber_factory(config: AgentConfig) -> ClimberFactory:
-    """The configured climber (``[climber] name`` and ``settings``), via the climber
-    package's factory. A wrong name or setting is a :class:`ConfigError` at start-up."""
-    name = config.climber.name
-    if name not in CLIMBER_CONFIGS:
-        raise ConfigError(
-            f"climber.name = {name!r} is unknown; known: {', '.join(CLIMBER_CONFIGS)}"
-        )
-    config_class = CLIMBER_CONFIGS[name]
-    known = {f.name for f in dataclasses.fields(config_class)}
-    unknown = sorted(set(config.climber.settings) - known)
-    if unknown:
-        raise ConfigError(
-            f"climber.settings: unknown key(s) {', '.join(unknown)} for {name!r}; "
-            f"known: {', '.join(sorted(known))}"
-        )
-    try:
-        climber_config = TypeAdapter(config_class).validate_python(dict(config.climber.settings))
-    except ValidationError as exc:
-        raise ConfigError(f"invalid [climber] settings for {name!r}: {exc}") from exc
-
-    def build(space: KnobSpace, cpu_count: int) -> Climber:
-        return make_climber(name, knob_space=space, cpu_count=cpu_count, config=climber_config)
-
-    return build
-
-
-def make_service(config: AgentConfig, stop: threading.Event | None = None) -> ServiceClient | None:
-    if not config.service.url:
-        return None
-    return ServiceClient(
-        make_http_client(config.service.url, timeout_s=config.service.timeout_s),
-        token=read_agent_token(config),
-        max_attempts=config.service.max_attempts,
-        backoff_initial_s=config.service.backoff_initial_s,
-        backoff_max_s=config.service.backoff_max_s,
-        stop=stop,
-    )
 
 
 def _setup_logging(level: str) -> None:
@@ -143,28 +74,7 @@ def _setup_logging(level: str) -> None:
 
 def cmd_run(config_path: Path, config: AgentConfig, args: argparse.Namespace) -> int:
     stop = threading.Event()
-    target = make_target(config)
-    service = make_service(config, stop)
-    uploader = Uploader(service, Spool(config.spool_dir, max_bytes=config.service.spool_max_bytes))
-    loop = AgentLoop(
-        config,
-        target=target,
-        climber_factory=make_climber_factory(config),
-        uploader=uploader,
-        stop=stop,
-    )
-
-    def reload_config() -> AgentConfig:
-        """SIGHUP: the new file, and a service client for its [service] and token (so
-        `enroll` followed by a reload starts the uploads)."""
-        new_config = load_config(config_path)
-        previous = uploader.service
-        uploader.service = make_service(new_config, stop)
-        if previous is not None:
-            previous.client.close()
-        return new_config
-
-    loop.config_loader = reload_config
+    loop = assemble_daemon(config, stop=stop, config_path=config_path)
 
     def on_stop(signum: int, _frame: FrameType | None) -> None:
         logger.info(
@@ -189,7 +99,7 @@ def cmd_run(config_path: Path, config: AgentConfig, args: argparse.Namespace) ->
             break
         except TargetUnavailable as exc:
             if args.once:
-                return _fail(EXIT_UNREACHABLE, str(exc))
+                return fail(EXIT_UNREACHABLE, str(exc))
             logger.warning("database not reachable (%s); retrying in %.0fs", exc, delay)
             if stop.wait(delay):
                 return EXIT_OK
@@ -198,50 +108,50 @@ def cmd_run(config_path: Path, config: AgentConfig, args: argparse.Namespace) ->
         loop.run(max_iterations=args.iterations)
     except TargetMisconfigured as exc:
         loop.shutdown()
-        return _fail(EXIT_MISCONFIGURED, str(exc))
+        return fail(EXIT_MISCONFIGURED, str(exc))
     loop.shutdown()
     return EXIT_OK
 
 
 def cmd_test(config: AgentConfig) -> int:
     target = make_target(config)
-    _out(f"configuration: ok (knobs: {', '.join(config.tuned_knob_names)})")
+    out(f"configuration: ok (knobs: {', '.join(config.tuned_knob_names)})")
     try:
         target.connect()
     except TargetMisconfigured as exc:
-        return _fail(EXIT_MISCONFIGURED, str(exc))
+        return fail(EXIT_MISCONFIGURED, str(exc))
     except TargetUnavailable as exc:
-        return _fail(EXIT_UNREACHABLE, f"cannot connect to the database: {exc}")
+        return fail(EXIT_UNREACHABLE, f"cannot connect to the database: {exc}")
     try:
         info = target.check()
-        _out(f"server: {info.engine.value} {info.version}, thread_handling={info.thread_handling}")
-        _out(f"connection through extra_port: {'yes' if info.via_extra_port else 'no'}")
-        _out("rights to change the knobs: ok")
+        out(f"server: {info.engine.value} {info.version}, thread_handling={info.thread_handling}")
+        out(f"connection through extra_port: {'yes' if info.via_extra_port else 'no'}")
+        out("rights to change the knobs: ok")
         for note in info.notes:
-            _out(f"note: {note}")
+            out(f"note: {note}")
         tuple_now = target.current_tuple(config.tuned_knob_names)
-        _out(f"knobs in force: {tuple_now}")
+        out(f"knobs in force: {tuple_now}")
         first = target.read_counters()
         time.sleep(min(1.0, config.agent.sample_period_s))
         second = target.read_counters()
-        rates = interval(first, second)
-        _out(
+        rates = target_profiler(target).interval(first, second)
+        out(
             f"one sample: {rates.qps:.1f} queries/s, {rates.tps:.1f} transactions/s, "
             f"{rates.connections} connections, latency "
             f"{'unknown' if rates.latency_ms is None else f'{rates.latency_ms:.2f} ms'}"
         )
     except TargetMisconfigured as exc:
-        return _fail(EXIT_MISCONFIGURED, str(exc))
+        return fail(EXIT_MISCONFIGURED, str(exc))
     except (TargetUnavailable, ProfileError) as exc:
-        return _fail(EXIT_UNREACHABLE, str(exc))
+        return fail(EXIT_UNREACHABLE, str(exc))
     finally:
         target.close()
     if config.service.url:
-        _out(
+        out(
             f"service: {config.service.url} "
             f"({'token present' if read_agent_token(config) else 'NOT ENROLLED'})"
         )
-    _out("test passed")
+    out("test passed")
     return EXIT_OK
 
 
@@ -258,15 +168,15 @@ def cmd_dry_run(config: AgentConfig, args: argparse.Namespace) -> int:
         while time.monotonic() < deadline:
             time.sleep(min(config.agent.sample_period_s, max(0.0, deadline - time.monotonic())))
             snapshots.append(target.read_counters())
-        profile = build_profile(snapshots)
+        profile = target_profiler(target).build_profile(snapshots)
     except TargetMisconfigured as exc:
-        return _fail(EXIT_MISCONFIGURED, str(exc))
+        return fail(EXIT_MISCONFIGURED, str(exc))
     except (TargetUnavailable, ProfileError) as exc:
-        return _fail(EXIT_UNREACHABLE, str(exc))
+        return fail(EXIT_UNREACHABLE, str(exc))
     finally:
         target.close()
-    answer = recommend(make_service(config), host=host, profile=profile, current=current)
-    start = config.clip({**current, **answer.start_tuple.values})
+    answer = recommend(make_service_client(config), host=host, profile=profile, current=current)
+    start = start_tuple(config, answer, current=current, names=config.tuned_knob_names)
     plan = {
         "dry_run": True,
         "server": {"version": info.version, "via_extra_port": info.via_extra_port},
@@ -278,7 +188,7 @@ def cmd_dry_run(config: AgentConfig, args: argparse.Namespace) -> int:
         "bounds": {n: list(config.knob_bounds(n)) for n in config.tuned_knob_names},
         "then": f"climb with {config.climber.name!r} for at most {config.agent.climb_max_s:.0f}s",
     }
-    _out(json.dumps(plan, indent=2))
+    out(json.dumps(plan, indent=2))
     return EXIT_OK
 
 
@@ -286,65 +196,69 @@ def cmd_restore(config: AgentConfig) -> int:
     state = OriginalTupleFile(config.state_file)
     saved = state.load()
     if saved is None:
-        _out(f"nothing to restore: {config.state_file} does not exist")
+        out(f"nothing to restore: {config.state_file} does not exist")
         return EXIT_OK
     target = make_target(config)
     try:
         target.connect()
         restored = restore_original(target, state)
     except TargetMisconfigured as exc:
-        return _fail(EXIT_MISCONFIGURED, str(exc))
+        return fail(EXIT_MISCONFIGURED, str(exc))
     except TargetUnavailable as exc:
-        return _fail(EXIT_UNREACHABLE, f"cannot restore now (the state file stays): {exc}")
+        return fail(EXIT_UNREACHABLE, f"cannot restore now (the state file stays): {exc}")
     finally:
         target.close()
-    _out(f"restored {restored} (saved at {saved.saved_at})")
+    out(f"restored {restored} (saved at {saved.saved_at})")
     return EXIT_OK
 
 
 def cmd_status(config: AgentConfig) -> int:
-    status = StatusFile(config.status_file).read()
+    status = StatusFile(config.status_file, fallback=config.status_fallback_file).read()
     saved = OriginalTupleFile(config.state_file).load()
     spool = Spool(config.spool_dir, max_bytes=config.service.spool_max_bytes)
     document = {
         "status": status,
+        "mode": config.agent.mode.value,
+        # Also when the agent is stopped: the request it waits on, or its last recommendation.
+        "approval_record": read_record_summary(config.approval_file),
         "saved_original_tuple": saved.values if saved else None,
         "spooled_reports": len(spool),
         "spool_dropped": spool.dropped,
     }
-    _out(json.dumps(document, indent=2, default=str))
+    out(json.dumps(document, indent=2, default=str))
     return EXIT_OK
 
 
 def cmd_enroll(config: AgentConfig, args: argparse.Namespace) -> int:
     url = args.url or config.service.url
     if not url:
-        return _fail(EXIT_CONFIG, "no service URL: pass --url or set [service] url")
+        return fail(EXIT_CONFIG, "no service URL: pass --url or set [service] url")
     token = args.token or os.environ.get(ENV_ENROLLMENT_TOKEN, "")
     if not token:
-        return _fail(EXIT_CONFIG, f"no enrolment token: pass --token or set {ENV_ENROLLMENT_TOKEN}")
+        return fail(EXIT_CONFIG, f"no enrolment token: pass --token or set {ENV_ENROLLMENT_TOKEN}")
     target = make_target(config)
     try:
         target.connect()
         host = target.host_facts()
     except TargetMisconfigured as exc:
-        return _fail(EXIT_MISCONFIGURED, str(exc))
+        return fail(EXIT_MISCONFIGURED, str(exc))
     except TargetUnavailable as exc:
-        return _fail(EXIT_UNREACHABLE, f"cannot read the host facts from the database: {exc}")
+        return fail(EXIT_UNREACHABLE, f"cannot read the host facts from the database: {exc}")
     finally:
         target.close()
-    client = make_http_client(url, timeout_s=config.service.timeout_s)
     try:
-        credentials = ServiceClient(client, max_attempts=config.service.max_attempts).enroll(
-            token, host
+        credentials = enroll_agent(
+            url,
+            token,
+            host,
+            timeout_s=config.service.timeout_s,
+            max_attempts=config.service.max_attempts,
         )
-    except UploadError as exc:
-        return _fail(EXIT_SERVICE, f"enrolment failed: {exc}")
-    finally:
-        client.close()
+    except ServiceError as exc:
+        return fail(EXIT_SERVICE, f"enrolment failed: {exc}")
     path = config.token_path
     atomic_write_text(path, credentials.agent_token + "\n", mode=0o600)
-    _out(
+    out(
         f"enrolled as agent {credentials.agent_id} (host {credentials.host_id}); "
         f"token stored in {path}"
     )
@@ -404,23 +318,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dry.add_argument("--window", type=float, default=None, help="observation window in seconds")
     commands.add_parser("restore", parents=[common], help="put back the saved original tuple")
-    commands.add_parser("status", parents=[common], help="show state, tuple and last report")
-    from agents import sweep_cli
-
+    commands.add_parser(
+        "status",
+        parents=[common],
+        help="show the phase, mode, approval request, tuple and last report",
+    )
     sweep_cli.add_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "sweep":
-        from agents import sweep_cli
-
+    if args.command == sweep_cli.COMMAND:
         return sweep_cli.run(args)
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        return _fail(EXIT_CONFIG, str(exc))
+        return fail(EXIT_CONFIG, str(exc))
     if getattr(args, "enable_latency", False):
         config = config.model_copy(
             update={"target": config.target.model_copy(update={"enable_latency": True})}
@@ -440,15 +354,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "enroll":
             return cmd_enroll(config, args)
     except ConfigError as exc:
-        return _fail(EXIT_CONFIG, str(exc))
+        return fail(EXIT_CONFIG, str(exc))
     except StateError as exc:
-        return _fail(EXIT_STATE, str(exc))
+        return fail(EXIT_STATE, str(exc))
     except TargetMisconfigured as exc:
-        return _fail(EXIT_MISCONFIGURED, str(exc))
+        return fail(EXIT_MISCONFIGURED, str(exc))
     except Exception as exc:
         logger.exception("unexpected error")
-        return _fail(EXIT_UNEXPECTED, f"unexpected error: {exc}")
-    return _fail(EXIT_UNEXPECTED, f"unknown command {args.command!r}")
+        return fail(EXIT_UNEXPECTED, f"unexpected error: {exc}")
+    return fail(EXIT_UNEXPECTED, f"unknown command {args.command!r}")
 
 
 if __name__ == "__main__":

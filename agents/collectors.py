@@ -1,7 +1,8 @@
 """Small collectors: each reads one source of counters from the server.
 
 A collector has a name, the minimum server version that has its source, and
-``collect(runner, timeout_s)`` returning cumulative counters and gauges. The target
+``collect(runner)`` returning cumulative counters and gauges (the runner's connection
+carries the statement timeout). The target
 runs them all every sample and keeps per-collector success and duration statistics
 (:class:`CollectorStats`), so one broken source (a missing plugin, a table the version
 lacks) costs one warning and a counter, never the sample.
@@ -10,11 +11,9 @@ lacks) costs one warning and a counter, never the sample.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -216,21 +215,6 @@ def _counters_of_one_row(runner: QueryRunner, sql: str, columns: Mapping[str, fl
             for (name, scale), value in zip(columns.items(), values, strict=True):
                 collected.counters[name] = value * scale
     return collected
-
-
-def process_cpu_seconds(pid: int, proc_root: Path = Path("/proc")) -> float | None:
-    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
-    try:
-        stat = (proc_root / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    # The command name is in parentheses and may contain spaces: split after the last ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
-    try:
-        utime, stime = int(fields[11]), int(fields[12])
-    except (IndexError, ValueError):
-        return None
-    return (utime + stime) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(slots=True)

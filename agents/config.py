@@ -1,32 +1,37 @@
 """Agent configuration: a TOML file plus environment overrides for secrets.
 
 The file is loaded into a frozen pydantic model and validated at start-up (and on every
-SIGHUP reload); errors name the file, the key and what is accepted. Only secrets and
-the service URL come from the environment:
-
-- ``POOLTUNE_DB_PASSWORD``    overrides ``[target] password``
-- ``POOLTUNE_AGENT_TOKEN``    overrides the token stored by ``pooltune-agent enroll``
-- ``POOLTUNE_SERVICE_URL``    overrides ``[service] url``
-
+SIGHUP reload); errors name the file, the key and what is accepted. Only secrets and the
+service URL come from the environment: ``POOLTUNE_DB_PASSWORD`` (``[target] password``),
+``POOLTUNE_PG_PASSWORD`` (``[target.pgbouncer] postgres_password``), ``POOLTUNE_AGENT_TOKEN``
+(the enrolled token), ``POOLTUNE_SERVICE_URL`` (``[service] url``).
 See ``agents/packaging/pooltune-agent.toml`` for a commented example.
 """
 
 from __future__ import annotations
 
+import enum
+import logging
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from agents import knobs as knob_catalog
 from agents.knobs import Engine
+from agents.wire import MAX_APPROVAL_TTL_S
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_PATH = Path("/etc/pooltune/agent.toml")
 
 ENV_DB_PASSWORD = "POOLTUNE_DB_PASSWORD"
+ENV_PG_PASSWORD = "POOLTUNE_PG_PASSWORD"
+#: PgBouncer's usual listen port, ``[target] port``'s default for ``engine = "pgbouncer"``.
+PGBOUNCER_PORT = 6432
 ENV_AGENT_TOKEN = "POOLTUNE_AGENT_TOKEN"
 ENV_SERVICE_URL = "POOLTUNE_SERVICE_URL"
 
@@ -41,9 +46,24 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class Mode(enum.StrEnum):
+    """What the agent may do to the knobs (docs/agent.md, "Modes")."""
+
+    #: Profile, start from the recommendation, climb: no one is asked.
+    AUTO = "auto"
+    #: Profile, ask for the recommendation, ask an admin; change nothing until approved.
+    APPROVE = "approve"
+    #: Profile, ask for the recommendation, report what it would do; never change a knob.
+    RECOMMEND = "recommend"
+
+
 class AgentSection(_Section):
+    #: auto, approve or recommend; a change takes effect after a restart.
+    mode: Mode = Mode.AUTO
     #: Where the original-tuple state file, the status file and the spool live.
     state_dir: Path = Path("/var/lib/pooltune")
+    #: Where the status goes while ``state_dir`` cannot be written (full, read-only).
+    runtime_dir: Path = Path("/run/pooltune")
     #: Seconds between two samples (the climber's sampling period).
     sample_period_s: PositiveSeconds = 2.0
     #: Observation window for the workload profile.
@@ -97,6 +117,25 @@ class SimulatedTargetSection(_Section):
     hostname: str = ""
 
 
+class PgBouncerTargetSection(_Section):
+    """``[target.pgbouncer]``: the PostgreSQL behind PgBouncer and the pools to tune. The
+    admin console is ``[target] host``/``port``/``user``/``password``."""
+
+    postgres_host: str = "127.0.0.1"
+    postgres_port: int = Field(default=5432, ge=1, le=65535)
+    #: A role with pg_monitor (docs/pgbouncer.md, agents/packaging/README.md).
+    postgres_user: str = "pooltune"
+    postgres_password: SecretStr = SecretStr("")
+    postgres_database: str = "postgres"
+    #: PostgreSQL connections the pools may never take (the agent, monitoring, maintenance).
+    reserve_connections: int = Field(default=5, ge=1, le=100_000)
+    #: PgBouncer databases whose own pool_size the agent may change (ini edit + RELOAD);
+    #: empty: only the [pgbouncer] section's settings (SET).
+    pools: list[str] = Field(default_factory=list)
+    #: pgbouncer.ini for per-database sizes; empty: SHOW CONFIG's ``conffile``.
+    config_file: str = ""
+
+
 class TargetSection(_Section):
     engine: Engine = Engine.MARIADB
     #: When present, the agent tunes a simulated server and the fields below are unused.
@@ -118,6 +157,16 @@ class TargetSection(_Section):
     enable_latency: bool = False
     #: The server's CPU count when the agent does not run on the database host.
     cpu_count: int | None = Field(default=None, ge=1, le=4096)
+    #: PgBouncer only (``engine = "pgbouncer"``).
+    pgbouncer: PgBouncerTargetSection = PgBouncerTargetSection()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pgbouncer_port(cls, data: Any) -> Any:
+        """``port`` defaults to PgBouncer's 6432 for ``engine = "pgbouncer"``."""
+        if isinstance(data, Mapping) and "port" not in data and data.get("engine") == "pgbouncer":
+            return {**data, "port": PGBOUNCER_PORT}
+        return data
 
 
 class ClimberSection(_Section):
@@ -151,6 +200,30 @@ class ServiceSection(_Section):
     spool_max_bytes: int = Field(default=50_000_000, ge=10_000)
 
 
+class ApprovalSection(_Section):
+    """``[approval]``: how an agent in ``approve`` or ``recommend`` mode waits and asks again."""
+
+    #: The agent's own bound on a pending request (also its ``ttl_s``, which the service caps):
+    #: no decision by then means doing nothing.
+    wait_max_s: float = Field(default=86_400.0, ge=60.0, le=MAX_APPROVAL_TTL_S)
+    #: Seconds between polls of a pending request: the first ...
+    poll_initial_s: PositiveSeconds = 5.0
+    #: ... growing by half each time up to this (and doubling while the service is down).
+    poll_max_s: PositiveSeconds = 60.0
+    #: After a rejected, expired or superseded request (or, in recommend mode, after a
+    #: recommendation) the agent changes nothing for this long, then profiles and asks again.
+    retry_after_s: PositiveSeconds = 86_400.0
+
+    @model_validator(mode="after")
+    def _poll_order(self) -> Self:
+        if self.poll_max_s < self.poll_initial_s:
+            raise ValueError(
+                f"poll_max_s ({self.poll_max_s:g}) must be at least poll_initial_s "
+                f"({self.poll_initial_s:g})"
+            )
+        return self
+
+
 class AgentConfig(_Section):
     """The whole agent configuration (frozen)."""
 
@@ -161,6 +234,7 @@ class AgentConfig(_Section):
     climber: ClimberSection = ClimberSection()
     safety: SafetySection = SafetySection()
     service: ServiceSection = ServiceSection()
+    approval: ApprovalSection = ApprovalSection()
     #: The token from the environment (never written to the file).
     agent_token: SecretStr | None = None
 
@@ -189,6 +263,15 @@ class AgentConfig(_Section):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _approval_needs_the_service(self) -> Self:
+        if self.agent.mode is Mode.APPROVE and not self.service.url:
+            raise ValueError(
+                'agent.mode = "approve" asks an admin through the service: set [service] url '
+                f"(or {ENV_SERVICE_URL})"
+            )
+        return self
+
     @property
     def tuned_knob_names(self) -> list[str]:
         if self.climber.knobs:
@@ -202,13 +285,23 @@ class AgentConfig(_Section):
         knob = knob_catalog.knob(self.target.engine, name)
         return (knob.minimum, knob.maximum)
 
-    def clip(self, values: Mapping[str, int]) -> dict[str, int]:
-        """``values`` clipped into the hard bounds."""
-        clipped: dict[str, int] = {}
-        for name, value in values.items():
-            low, high = self.knob_bounds(name)
-            clipped[name] = min(high, max(low, int(value)))
-        return clipped
+    def clip(
+        self, values: Mapping[str, int], *, names: Collection[str] | None = None
+    ) -> dict[str, int]:
+        """``values`` clipped into the hard bounds; with ``names``, only those knobs."""
+        return {
+            name: knob_catalog.clip_to_bounds(value, *self.knob_bounds(name))
+            for name, value in values.items()
+            if names is None or name in names
+        }
+
+    def outside_bounds(self, values: Mapping[str, int]) -> dict[str, int]:
+        """The values of ``values`` that lie outside their knob's hard bounds."""
+        return {
+            name: value
+            for name, value in values.items()
+            if not self.knob_bounds(name)[0] <= value <= self.knob_bounds(name)[1]
+        }
 
     @property
     def state_file(self) -> Path:
@@ -219,12 +312,36 @@ class AgentConfig(_Section):
         return self.agent.state_dir / "status.json"
 
     @property
+    def status_fallback_file(self) -> Path:
+        """The status while ``status_file`` cannot be written, named after ``state_dir``
+        (two agents on one host share the runtime directory)."""
+        name = str(self.agent.state_dir).strip("/").replace("/", "-") or "root"
+        return self.agent.runtime_dir / f"{name}.status.json"
+
+    @property
     def spool_dir(self) -> Path:
         return self.agent.state_dir / "spool"
 
     @property
+    def approval_file(self) -> Path:
+        return self.agent.state_dir / "approval.json"
+
+    @property
     def token_path(self) -> Path:
         return self.service.token_file or self.agent.state_dir / "agent-token"
+
+
+def reloadable(running: AgentConfig, new: AgentConfig) -> AgentConfig:
+    """``new`` as a running agent takes it on SIGHUP: ``[target]``, ``state_dir``,
+    ``runtime_dir`` and ``mode`` keep their running values (they take effect after a
+    restart)."""
+    kept = {name: getattr(running.agent, name) for name in ("state_dir", "runtime_dir", "mode")}
+    if new.target == running.target and all(getattr(new.agent, k) == v for k, v in kept.items()):
+        return new
+    logger.warning("[target], state_dir and mode changes take effect after a restart")
+    return new.model_copy(
+        update={"target": running.target, "agent": new.agent.model_copy(update=kept)}
+    )
 
 
 def _format_validation_error(path: Path | str, exc: ValidationError) -> str:
@@ -253,6 +370,9 @@ def parse_config(
     service = dict(_section(document, "service", source))
     if env.get(ENV_DB_PASSWORD):
         target["password"] = env[ENV_DB_PASSWORD]
+    if env.get(ENV_PG_PASSWORD):
+        pgbouncer = dict(_section(target, "pgbouncer", source))
+        target["pgbouncer"] = pgbouncer | {"postgres_password": env[ENV_PG_PASSWORD]}
     if env.get(ENV_SERVICE_URL):
         service["url"] = env[ENV_SERVICE_URL]
     document["target"] = target

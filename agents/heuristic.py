@@ -1,15 +1,9 @@
 """The fallback starting tuple: the pool-size rule of thumb, clipped to what makes sense.
 
-``size = cores × (1 + W/S)`` (W: off-CPU wait, S: CPU time per request) keeps every core busy
-while threads block; it is clipped to the knob's catalog bounds and to the number of connections
-(threads beyond the connections that could use them never help). When W is unknown it is
-estimated as latency − S; when neither is known the size is the core count. The other tuned
-knobs keep the engine defaults. The plausible range is a factor of two either side, since the
-rule is rough.
-
-This is the one implementation: the service answers with it when no model is promoted or the
-model fails, the agent uses it locally when the service cannot be reached, and the trainer scores
-it as a baseline — so all three give the same answer for the same profile.
+``size = cores × (1 + W/S)``, clipped to the knob's bounds and to the connections; the
+other tuned knobs keep the engine defaults; the plausible range is a factor of two either
+side. The one implementation: the service, the agent (offline) and the trainer's baseline
+call it, so all three agree. Details: docs/agent.md, "The start tuple".
 """
 
 from __future__ import annotations
@@ -42,10 +36,7 @@ def blocking_coefficient(profile: WorkloadProfile) -> float:
 
 def _size_ceiling(host: HostFacts, profile: WorkloadProfile) -> int:
     size_knob = knobs.knob(host.engine, knobs.POOL_SIZE_KNOB[host.engine])
-    if profile.connections > 0:
-        # More workers than connections cannot help.
-        return max(size_knob.minimum, min(size_knob.maximum, profile.connections))
-    return size_knob.maximum
+    return knobs.pool_size_ceiling(profile.connections, size_knob.minimum, size_knob.maximum)
 
 
 def heuristic_pool_size(host: HostFacts, profile: WorkloadProfile) -> int:

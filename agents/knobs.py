@@ -1,17 +1,8 @@
 """Knob catalogs: what pooltune may tune on each engine, with the server's own bounds.
 
-Sources:
-- MariaDB: read from ``information_schema.SYSTEM_VARIABLES`` of MariaDB 10.11 and the
-  MariaDB knowledge base ("Thread Pool System and Status Variables"). ``thread_pool_size``
-  accepts up to 100000 but the server caps it at runtime to max(startup value, 128),
-  so pooltune's bound is 128.
-- Percona Server: the same ``thread_pool_*`` variables (Percona's thread pool is the
-  MariaDB one), with ``thread_pool_high_prio_mode`` / ``thread_pool_high_prio_tickets``.
-- PgBouncer: ``pgbouncer.ini`` documentation; every pool setting below is reloadable
-  (``SET key = value`` on the admin console, or ``RELOAD``).
-
 A knob whose default depends on the host (``thread_pool_size`` = CPU count) has
 ``default=None`` and ``default_is_cpu_count=True``; use :func:`default_tuple` to resolve it.
+The sources of each catalog: docs/agent.md, "Knob catalogs".
 """
 
 from __future__ import annotations
@@ -63,10 +54,25 @@ class Knob:
         return self.default
 
     def clip(self, value: float) -> int:
-        return int(min(self.maximum, max(self.minimum, round(value))))
+        return clip_to_bounds(value, self.minimum, self.maximum)
 
     def contains(self, value: int) -> bool:
         return self.minimum <= value <= self.maximum
+
+
+def clip_to_bounds(value: float, low: int, high: int) -> int:
+    """``value`` rounded to the nearest integer inside [``low``, ``high``]: the one clipping
+    rule for knob values (catalog bounds, the operator's hard bounds, a climber's space)."""
+    return int(min(high, max(low, round(value))))
+
+
+def pool_size_ceiling(connections: float, low: int, high: int) -> int:
+    """No more threads than connections: the largest pool size that can help a server with
+    ``connections`` client connections open, inside [``low``, ``high``]; ``high`` when the
+    connections are unknown (0 or less)."""
+    if connections <= 0:
+        return high
+    return clip_to_bounds(connections, low, high)
 
 
 def _catalog(*knobs: Knob) -> Mapping[str, Knob]:

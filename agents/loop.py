@@ -1,48 +1,44 @@
 """The agent's one loop: profile → recommendation → climb → report → hold → …
 
 One thread, one stop event, one sample per ``sample_period_s`` with a deadline per
-iteration. Expected database errors (connection lost, server restart, lock waits) are
-warnings with counters and a capped backoff; anything else is logged with its traceback
-and survived: the loop never dies on one bad sample. On stop (SIGTERM/SIGINT) the
-original tuple is restored before the loop returns; a crash leaves the state file, and
-the next start restores it before anything else.
-
-Phases (``status``): ``profiling`` (observe the workload for ``profile_window_s``, longer
-while its throughput is unsteady), ``climbing`` (the climber moves the knobs inside the hard
-bounds), ``holding`` (OPTIMIZED: the best tuple is held and the workload watched; a change
-means profiling again).
+iteration; the loop never dies on one bad sample, and on stop the original tuple is
+restored before it returns. In approve and recommend modes the step from recommendation to
+climb goes through :class:`agents.approval.ApprovalGate`. The phases and the error handling
+are described in docs/agent.md ("The loop", "Modes").
 """
 
 from __future__ import annotations
 
-import enum
-import faulthandler
 import logging
-import statistics
 import threading
 import time
-import uuid
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from agents import knobs as knob_catalog
-from agents.climber.base import Climber, KnobSpace, Sample
-from agents.config import AgentConfig
-from agents.heuristic import heuristic_recommendation
+from agents.approval import ApprovedStart, Outcome, make_gate
+from agents.climber import Climber, KnobSpace
+from agents.clock import utc_datetime
+from agents.config import AgentConfig, reloadable
+from agents.faults import FaultHandling
+from agents.periodic import PeriodicLoop
+from agents.phase import GATED_PHASES, Phase
 from agents.profile import (
     Interval,
     ProfileError,
     ThroughputMetric,
-    build_profile,
-    interval,
-    throughput_cv,
-    trailing_window,
+    climb_metric,
+    describe_profile,
+    profiling_window,
     workload_changed,
 )
-from agents.state import OriginalTupleFile, StatusFile, restore_original
+from agents.profilers import target_profiler
+from agents.recommendation import recommend, start_ranges, start_tuple
+from agents.report import Climb, build_report, report_summary
+from agents.rollback import RollbackGuard, ThroughputLevels
+from agents.server_watch import ServerWatch
+from agents.service_client import Uploader
+from agents.state import OriginalTupleFile, StatusFile, restore_original, restore_original_retrying
+from agents.status import Counters, status_document
 from agents.targets.base import (
     KnobApplyError,
     Snapshot,
@@ -50,107 +46,16 @@ from agents.targets.base import (
     TargetMisconfigured,
     TargetUnavailable,
 )
-from agents.uploader import ServiceClient, Uploader, UploadError
-from agents.wire import (
-    MAX_TRACE_SAMPLES,
-    ClimberInfo,
-    ClimbReport,
-    HostFacts,
-    KnobTuple,
-    RecommendationRequest,
-    RecommendationResponse,
-    Source,
-    TraceSample,
-    WorkloadProfile,
-    utcnow,
-)
+from agents.wire import HostFacts, RecommendationResponse, Source, WorkloadProfile
 
 logger = logging.getLogger(__name__)
 
 ClimberFactory = Callable[[KnobSpace, int], Climber]
 
-
-class Phase(enum.StrEnum):
-    STARTING = "starting"
-    PROFILING = "profiling"
-    CLIMBING = "climbing"
-    HOLDING = "holding"
-    #: A DBA set a value outside the agent's bounds: change nothing until it is back.
-    PAUSED = "paused"
-    STOPPED = "stopped"
+__all__ = ["AgentLoop", "ClimberFactory", "Phase"]
 
 
-@dataclass(slots=True)
-class Counters:
-    samples: int = 0
-    failed_samples: int = 0
-    unexpected_errors: int = 0
-    knob_changes: int = 0
-    manual_changes: int = 0
-    rollbacks: int = 0
-    climbs: int = 0
-    reports: int = 0
-    errors_by_kind: dict[str, int] = field(default_factory=dict)
-
-    def count_error(self, kind: str) -> None:
-        self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
-
-
-@dataclass(slots=True)
-class Climb:
-    """What the loop remembers about the climb in progress."""
-
-    started_at: datetime
-    started_mono: float
-    profile: WorkloadProfile
-    start_tuple: dict[str, int]
-    source: Source
-    model_version: str | None
-    trace: deque[TraceSample]
-    start_throughputs: list[float] = field(default_factory=list)
-    fed_samples: int = 0
-    converged_after: int | None = None
-    reported: bool = False
-    timed_out: bool = False
-
-
-def recommend(
-    service: ServiceClient | None,
-    *,
-    host: HostFacts,
-    profile: WorkloadProfile,
-    current: Mapping[str, int],
-) -> RecommendationResponse:
-    """The service's recommendation, else the same heuristic computed locally."""
-    if service is not None:
-        request = RecommendationRequest(
-            host=host,
-            profile=profile,
-            current_tuple=KnobTuple(engine=host.engine, values=dict(current)),
-        )
-        try:
-            answer = service.recommend(request, max_attempts=2)
-        except UploadError as exc:
-            logger.warning(
-                "no recommendation from the service (%s): using the local heuristic", exc
-            )
-        else:
-            logger.info(
-                "service recommends %s (%s%s)",
-                answer.start_tuple.values,
-                answer.source.value,
-                f", model {answer.model_version}" if answer.model_version else "",
-            )
-            return answer
-    else:
-        logger.info("no service configured: using the local heuristic")
-    start, ranges = heuristic_recommendation(host, profile)
-    return RecommendationResponse(
-        start_tuple=start, ranges=ranges, source=Source.LOCAL_HEURISTIC, model_version=None
-    )
-
-
-class AgentLoop:
+class AgentLoop(FaultHandling, PeriodicLoop):
     """Drives one target with one climber; see the module docstring."""
 
     def __init__(
@@ -163,18 +68,17 @@ class AgentLoop:
         stop: threading.Event | None = None,
         config_loader: Callable[[], AgentConfig] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__(stop=stop, clock=clock, counters=Counters())
         self.config = config
         self.target = target
+        self.profiler = target_profiler(target)
         self.climber_factory = climber_factory
         self.uploader = uploader
-        self.stop = stop or threading.Event()
-        self.reload_requested = threading.Event()
         self.config_loader = config_loader
-        self.clock = clock
         self.original = OriginalTupleFile(config.state_file)
-        self.status_file = StatusFile(config.status_file)
-        self.counters = Counters()
+        self.status_file = StatusFile(config.status_file, fallback=config.status_fallback_file)
         self.phase = Phase.STARTING
         self.names = config.tuned_knob_names
         self.host: HostFacts | None = None
@@ -184,15 +88,15 @@ class AgentLoop:
         self.last_report: dict[str, Any] = {}
         self._previous: Snapshot | None = None
         self._profile_snapshots: list[Snapshot] = []
-        self._profile: WorkloadProfile | None = None
-        self._consecutive_failures = 0
-        self._low_samples = 0
-        self._level_at: dict[tuple[tuple[str, int], ...], deque[float]] = {}
-        self._last_drain = 0.0
-        self._last_uptime = 0.0
+        self._levels = ThroughputLevels()
+        self._rollback = RollbackGuard()
+        self.watch = ServerWatch()  # restarts, clock steps, half-applied changes
+        self.wall_clock = wall_clock  # dates only; every duration is on ``clock``
         self._clip_pending = False
-        #: The throughput metric of the current climb (see :meth:`_choose_metric`).
+        #: The throughput metric of the current climb (see :func:`climb_metric`).
         self.metric: ThroughputMetric = config.target.throughput_metric
+        #: Approve and recommend modes: who decides whether a start tuple is applied.
+        self.gate = make_gate(lambda: self.config, uploader, self.names, wall_clock=wall_clock)
 
     # -- start and stop ---------------------------------------------------------------
 
@@ -215,81 +119,24 @@ class AgentLoop:
             self.applied,
             {name: self.config.knob_bounds(name) for name in self.names},
         )
-        self._enter_profiling()
+        # Approve and recommend modes carry on with the request they had, if any.
+        self._follow((self.gate.resume() if self.gate is not None else None) or Phase.PROFILING)
 
     def shutdown(self) -> None:
         """Put the original tuple back (several tries), then close the connection."""
         self.phase = Phase.STOPPED
-        for attempt in range(1, 6):
-            try:
-                restored = restore_original(self.target, self.original)
-            except TargetUnavailable as exc:
-                logger.warning("restore attempt %d failed: %s", attempt, exc)
-                time.sleep(min(5.0, 0.5 * attempt))
-                try:
-                    self.target.connect()
-                except TargetUnavailable:
-                    continue
-                continue
-            if restored is not None:
-                logger.info("original tuple restored: %s", restored)
-            break
-        else:
-            logger.error(
-                "could not restore the original tuple; it stays in %s and the next start "
-                "restores it (or run `pooltune-agent restore`)",
-                self.original.path,
-            )
+        restore_original_retrying(self.target, self.original)
         self._write_status()
         self.target.close()
-
-    def run(self, *, max_iterations: int | None = None) -> None:
-        """Loop until the stop event is set (or ``max_iterations`` ran: tests)."""
-        iterations = 0
-        next_deadline = self.clock()
-        while not self.stop.is_set():
-            if self.reload_requested.is_set():
-                self.reload_requested.clear()
-                self._reload()
-            period = self.config.agent.sample_period_s
-            next_deadline += period
-            # A stuck iteration (a hung socket, a blocked disk) dumps every thread's stack
-            # to stderr, so the operator sees where it hangs.
-            faulthandler.dump_traceback_later(max(30.0, 10 * period), repeat=False)
-            try:
-                self.iterate()
-            finally:
-                faulthandler.cancel_dump_traceback_later()
-            iterations += 1
-            if max_iterations is not None and iterations >= max_iterations:
-                break
-            now = self.clock()
-            if now > next_deadline:
-                overrun = now - next_deadline
-                if overrun > period:
-                    logger.warning("iteration overran its deadline by %.2fs", overrun)
-                next_deadline = now
-            else:
-                self.stop.wait(next_deadline - now)
 
     def _reload(self) -> None:
         if self.config_loader is None:
             return
         try:
-            new = self.config_loader()
+            new = reloadable(self.config, self.config_loader())
         except Exception as exc:  # a broken file must not stop a running agent
             logger.error("configuration not reloaded, keeping the running one: %s", exc)
             return
-        if new.target != self.config.target or new.agent.state_dir != self.config.agent.state_dir:
-            logger.warning("[target] and state_dir changes take effect after a restart")
-            new = new.model_copy(
-                update={
-                    "target": self.config.target,
-                    "agent": new.agent.model_copy(
-                        update={"state_dir": self.config.agent.state_dir}
-                    ),
-                }
-            )
         if new.tuned_knob_names != self.names:
             logger.warning("[climber] knobs changes take effect after a restart")
         old, self.config = self.config, new
@@ -306,39 +153,23 @@ class AgentLoop:
 
     # -- one iteration ----------------------------------------------------------------
 
-    def iterate(self) -> None:
-        """Take one sample and act on it; never raises for a database error."""
-        try:
-            self._iterate()
-            self._consecutive_failures = 0
-        except TargetMisconfigured:
-            raise
-        except (TargetUnavailable, KnobApplyError) as exc:
-            self._failed(type(exc).__name__, exc)
-        except Exception as exc:  # the loop survives anything one sample can throw
-            self.counters.unexpected_errors += 1
-            logger.exception("unexpected error in the agent loop (survived): %s", exc)
-            self._failed(type(exc).__name__, exc)
-        finally:
-            self._maybe_drain()
-            self._write_status()
+    expected_errors = (TargetUnavailable, KnobApplyError)
+    fatal_errors = (TargetMisconfigured,)
 
-    def _failed(self, kind: str, exc: BaseException) -> None:
-        self.counters.failed_samples += 1
-        self.counters.count_error(kind)
-        self._consecutive_failures += 1
+    @property
+    def period_s(self) -> float:
+        return self.config.agent.sample_period_s
+
+    def _after_failure(self) -> None:
         self._previous = None  # no delta may span the gap
-        backoff = min(
-            30.0, self.config.agent.sample_period_s * 2 ** min(self._consecutive_failures - 1, 5)
-        )
-        logger.warning(
-            "sample failed (%s: %s); %d in a row, next try in %.1fs",
-            kind,
-            exc,
-            self._consecutive_failures,
-            backoff,
-        )
-        self.stop.wait(backoff)
+        self.watch.connection_lost()
+
+    def _after_iteration(self) -> None:
+        every_s = self.config.service.drain_every_s
+        drained = self.uploader.drain_when_due(self.clock(), every_s=every_s)
+        if self.last_report and drained and drained.delivered_all:
+            self.last_report["delivered"] = True
+        self._write_status()
 
     def _iterate(self) -> None:
         if self._clip_pending:
@@ -347,14 +178,7 @@ class AgentLoop:
         snapshot = self.target.read_counters()
         in_force = self.target.current_tuple(self.names)
         previous, self._previous = self._previous, snapshot
-        restarted = snapshot.uptime_s < self._last_uptime
-        self._last_uptime = snapshot.uptime_s
-        if restarted:
-            # The server came back with its configured tuple: nothing of ours is in force.
-            logger.warning("the server restarted; its tuple is now %s: profiling again", in_force)
-            self.applied = dict(in_force)
-            self._previous = snapshot
-            self._enter_profiling()
+        if self._server_event(snapshot, in_force):  # a restart or a clock step (faults.py)
             return
         if in_force != self.applied:
             self._manual_change(in_force)
@@ -362,10 +186,10 @@ class AgentLoop:
         if previous is None:
             return
         try:
-            rates = interval(previous, snapshot)
+            rates = self.profiler.interval(previous, snapshot)
         except ProfileError as exc:
             logger.warning("sample dropped: %s", exc)
-            if self.phase is not Phase.PROFILING:
+            if self.phase is not Phase.PROFILING and self.phase not in GATED_PHASES:
                 self._enter_profiling()
             return
         self.counters.samples += 1
@@ -375,6 +199,10 @@ class AgentLoop:
             self._climbing_sample(rates, in_force)
         elif self.phase is Phase.HOLDING:
             self._holding_sample(rates, in_force)
+        elif self.phase in GATED_PHASES and self.gate is not None:
+            self._follow(self.gate.step(self.phase, rates))
+        elif self.phase is Phase.BLOCKED:
+            self._blocked_sample()
 
     def _manual_change(self, in_force: dict[str, int]) -> None:
         """Someone changed a knob: adopt it as the baseline, never fight it."""
@@ -389,11 +217,7 @@ class AgentLoop:
         if self.original.exists():
             self.original.adopt(changed)
         self._previous = None
-        outside = {
-            n: v
-            for n, v in in_force.items()
-            if not self.config.knob_bounds(n)[0] <= v <= self.config.knob_bounds(n)[1]
-        }
+        outside = self.config.outside_bounds(in_force)
         if outside:
             logger.warning(
                 "%s is outside the agent's bounds %s: changing nothing until the knobs are "
@@ -407,22 +231,21 @@ class AgentLoop:
             logger.info("knobs back inside the bounds: resuming")
             self._enter_profiling()
             return
-        if self.climber is None or self.climb is None or self.phase is Phase.PROFILING:
+        if self.phase not in (Phase.CLIMBING, Phase.HOLDING) or self.climb is None:
             return
+        assert self.climber is not None
         # Climb again from the DBA's tuple; a finished climb starts a new report.
         baseline = dict(in_force)
         self.climber.reset(baseline)
-        self._level_at.clear()
-        self._low_samples = 0
+        self._levels.clear()
+        self._rollback = RollbackGuard()
         if self.phase is Phase.HOLDING:
-            self.climb = Climb(
-                started_at=utcnow(),
+            self.climb = Climb.begin(
+                started_at=utc_datetime(self.wall_clock()),
                 started_mono=self.clock(),
                 profile=self.climb.profile,
                 start_tuple=baseline,
                 source=Source.CURRENT,
-                model_version=None,
-                trace=deque(maxlen=MAX_TRACE_SAMPLES),
             )
             self.counters.climbs += 1
             self.phase = Phase.CLIMBING
@@ -438,37 +261,19 @@ class AgentLoop:
         logger.info("profiling the workload for %.0fs", self.config.agent.profile_window_s)
 
     def _profiling_sample(self, snapshot: Snapshot) -> None:
-        if not self._profile_snapshots:
-            self._profile_snapshots.append(snapshot)
-            return
         self._profile_snapshots.append(snapshot)
         settings = self.config.agent
-        observed = snapshot.taken_at - self._profile_snapshots[0].taken_at
-        if observed < settings.profile_window_s:
+        window = profiling_window(
+            self._profile_snapshots,
+            window_s=settings.profile_window_s,
+            longest_s=settings.profile_longest_window_s,
+            steady_cv=settings.profile_steady_cv,
+            sample_period_s=settings.sample_period_s,
+            cv=self.profiler.throughput_cv,
+        )
+        if window is None:
             return
-        # A profile taken in a stall (a flush storm, a backup) would describe a workload that
-        # is not there: wait for a steady window, for a while.
-        window = trailing_window(self._profile_snapshots, settings.profile_window_s)
-        cv = throughput_cv(window)
-        if cv > settings.profile_steady_cv:
-            if observed < settings.profile_longest_window_s:
-                return
-            logger.warning(
-                "throughput still unsteady after %.0fs (variation %.2f of the mean over the "
-                "last %.0fs): profiling over all of it",
-                observed,
-                cv,
-                settings.profile_window_s,
-            )
-            window = self._profile_snapshots
-        elif observed > settings.profile_window_s + settings.sample_period_s:
-            logger.info(
-                "throughput steady after %.0fs: profiling the last %.0fs",
-                observed,
-                settings.profile_window_s,
-            )
-        profile = build_profile(window)
-        self._profile = profile
+        profile = self.profiler.build_profile(window)
         if profile.qps <= 0 or profile.connections == 0:
             logger.info(
                 "no load to tune (qps %.1f, %d connections); profiling again",
@@ -477,41 +282,49 @@ class AgentLoop:
             )
             self._profile_snapshots = [snapshot]
             return
-        logger.info(
-            "profile: %d connections (%.1f active), %.0f qps, %.0f tps, latency %s ms, "
-            "cpu %s ms/request",
-            profile.connections,
-            profile.active_connections,
-            profile.qps,
-            profile.tps,
-            _fmt(profile.latency_ms),
-            _fmt(profile.cpu_ms_per_request),
-        )
-        self._start_climb(profile)
+        logger.info("profile: %s", describe_profile(profile))
+        if self.gate is None:
+            self._start_climb(profile)
+        else:
+            assert self.host is not None
+            self._follow(self.gate.begin(self.host, profile, self.applied))
+
+    def _follow(self, outcome: Outcome) -> None:
+        """Do what the approval gate says: climb from an approved start, or enter a phase."""
+        if isinstance(outcome, ApprovedStart):
+            self._start_climb(outcome.profile, outcome.answer)
+            assert self.gate is not None
+            if self.phase is Phase.CLIMBING:
+                self.gate.applied(self.applied)
+        elif outcome is Phase.PROFILING:
+            self._enter_profiling()
+        elif outcome is not None:
+            self.phase = outcome
 
     # -- climbing ---------------------------------------------------------------------
 
     def _inside_bounds(self, values: Mapping[str, int]) -> dict[str, int]:
-        return self.config.clip({n: v for n, v in values.items() if n in self.names})
+        return self.config.clip(values, names=self.names)
 
     def _apply(self, values: Mapping[str, int]) -> None:
         wanted = self._inside_bounds(values)
-        for name, value in wanted.items():
-            low, high = self.config.knob_bounds(name)
-            # Defence in depth: never send a value outside the hard bounds.
-            assert low <= value <= high, (name, value, low, high)
+        # Defence in depth: never send a value outside the hard bounds.
+        assert not self.config.outside_bounds(wanted), wanted
         changes = {n: v for n, v in wanted.items() if self.applied.get(n) != v}
         if not changes:
+            return
+        if self.gate is not None and not self.gate.may_change_knobs():
+            logger.error("%s mode, no approval: not applying %s", self.gate.mode.value, changes)
             return
         # A DBA may have set a knob since this sample was read: never overwrite that.
         in_force = self.target.current_tuple(self.names)
         if in_force != self.applied:
             self._manual_change(in_force)
             return
-        if not self.original.exists():
-            self.original.save(self.target.engine, self.applied)
+        if not self._original_saved():
+            return
         started = time.monotonic()
-        read_back = self.target.apply(changes)
+        read_back = self.watch.send(self.target, changes)  # half-applied: see faults.py
         self.applied.update(read_back)
         self.counters.knob_changes += 1
         took = time.monotonic() - started
@@ -520,49 +333,36 @@ class AgentLoop:
         else:
             logger.info("applied %s", changes)
 
-    def _choose_metric(self, profile: WorkloadProfile) -> ThroughputMetric:
-        """The configured metric, except that a workload without transactions (autocommit
-        statements only: Com_commit does not move) is climbed on queries per second."""
-        configured = self.config.target.throughput_metric
-        if configured == "transactions" and profile.tps <= 0 < profile.qps:
-            logger.warning(
-                "no transactions in the profile (autocommit workload): climbing on "
-                "queries per second instead"
-            )
-            return "queries"
-        return configured
-
-    def _start_climb(self, profile: WorkloadProfile) -> None:
+    def _start_climb(
+        self, profile: WorkloadProfile, answer: RecommendationResponse | None = None
+    ) -> None:
+        """Apply ``answer`` (default: ask for a recommendation now) and climb from there."""
         assert self.host is not None
-        self.metric = self._choose_metric(profile)
-        answer = recommend(self._service(), host=self.host, profile=profile, current=self.applied)
-        start = self._inside_bounds({**self.applied, **answer.start_tuple.values})
-        ranges: dict[str, tuple[int, int]] = {}
-        for name, knob_range in answer.ranges.items():
-            if name in self.names:
-                low, high = self.config.knob_bounds(name)
-                ranges[name] = (
-                    max(low, min(knob_range.low, high)),
-                    min(high, max(knob_range.high, low)),
-                )
+        if not self._original_saved():
+            return
+        self.metric = climb_metric(self.config.target.throughput_metric, profile)
+        answer = answer or recommend(
+            self.uploader.service, host=self.host, profile=profile, current=self.applied
+        )
+        start = start_tuple(self.config, answer, current=self.applied, names=self.names)
+        ranges = start_ranges(self.config, answer, names=self.names)
         space = KnobSpace.from_engine(
             self.host.engine, self.host.cpu_count, bounds=self._bounds(), names=self.names
         )
         self.climber = self.climber_factory(space, self.host.cpu_count)
         self._apply(start)
         self.climber.reset(dict(self.applied), plausible_range=ranges or None)
-        self.climb = Climb(
-            started_at=utcnow(),
+        self.climb = Climb.begin(
+            started_at=utc_datetime(self.wall_clock()),
             started_mono=self.clock(),
             profile=profile,
-            start_tuple=dict(self.applied),
+            start_tuple=self.applied,
             source=Source(answer.source),
             model_version=answer.model_version,
-            trace=deque(maxlen=MAX_TRACE_SAMPLES),
         )
         self._previous = None  # the first sample after a change mixes two tuples
-        self._level_at.clear()
-        self._low_samples = 0
+        self._levels.clear()
+        self._rollback = RollbackGuard()
         self.counters.climbs += 1
         self.phase = Phase.CLIMBING
         logger.info("climbing from %s (%s), ranges %s", self.applied, answer.source.value, ranges)
@@ -573,20 +373,15 @@ class AgentLoop:
     def _record(self, rates: Interval, in_force: dict[str, int]) -> float:
         assert self.climb is not None and self.climber is not None
         throughput = rates.throughput(self.metric)
-        self.climb.trace.append(
-            TraceSample(
-                t_s=max(0.0, self.clock() - self.climb.started_mono),
-                knobs=dict(in_force),
-                throughput=throughput,
-                latency_ms=rates.latency_ms,
-                connections=rates.connections,
-                state=self.climber.state[:32],
-            )
+        self.climb.record(
+            t_s=self.clock() - self.climb.started_mono,
+            knobs=in_force,
+            throughput=throughput,
+            latency_ms=rates.latency_ms,
+            connections=rates.connections,
+            climber_state=self.climber.state,
         )
-        key = _key(in_force)
-        self._level_at.setdefault(key, deque(maxlen=5)).append(throughput)
-        if in_force == self.climb.start_tuple and len(self.climb.start_throughputs) < 10:
-            self.climb.start_throughputs.append(throughput)
+        self._levels.add(in_force, throughput)
         return throughput
 
     def _climbing_sample(self, rates: Interval, in_force: dict[str, int]) -> None:
@@ -594,14 +389,7 @@ class AgentLoop:
         throughput = self._record(rates, in_force)
         if self._guard_rollback(throughput, in_force):
             return
-        sample = Sample(
-            throughput=throughput,
-            connections=rates.connections,
-            latency_ms=rates.latency_ms,
-            knobs=dict(in_force),
-            cpu_busy=rates.cpu_busy,
-        )
-        wanted = self.climber.step(sample)
+        wanted = self.climber.step(rates.climber_sample(in_force, throughput))
         self.climb.fed_samples += 1
         self._apply(wanted)
         if self.climber.converged:
@@ -625,28 +413,25 @@ class AgentLoop:
         good tuple's level sends the server back to that tuple."""
         assert self.climber is not None
         good = self._inside_bounds(self.climber.best_tuple)
-        levels = self._level_at.get(_key(good))
-        if good == in_force or not levels:
-            self._low_samples = 0
-            return False
-        reference = statistics.median(levels)
-        if throughput >= self.config.safety.rollback_below * reference:
-            self._low_samples = 0
-            return False
-        self._low_samples += 1
-        if self._low_samples < self.config.safety.rollback_samples:
+        safety = self.config.safety
+        reference = self._rollback.check(
+            throughput,
+            self._levels.at(good) if good != in_force else (),
+            below=safety.rollback_below,
+            samples=safety.rollback_samples,
+        )
+        if reference is None:
             return False
         self.counters.rollbacks += 1
         logger.warning(
             "throughput %.0f below %.0f%% of the last good tuple's %.0f for %d samples: "
             "rolling back to %s",
             throughput,
-            100 * self.config.safety.rollback_below,
+            100 * safety.rollback_below,
             reference,
-            self._low_samples,
+            safety.rollback_samples,
             good,
         )
-        self._low_samples = 0
         self._apply(good)
         self.climber.reset(dict(self.applied))
         self._previous = None
@@ -657,56 +442,22 @@ class AgentLoop:
         self.phase = Phase.HOLDING
         if not self.climb.reported:
             self.climb.reported = True
-            report = self._build_report()
+            optimal = self._inside_bounds(self.climber.best_tuple)
+            assert self.host is not None
+            report = build_report(
+                self.climb,
+                host=self.host,
+                climber=self.climber,
+                optimal=optimal,
+                levels_at_optimum=self._levels.at(optimal),
+                names=self.names,
+                metric=self.metric,
+                now_mono=self.clock(),
+            )
             self.counters.reports += 1
-            result = self.uploader.submit(report)
-            self._last_drain = self.clock()
-            self.last_report = {
-                "idempotency_key": report.idempotency_key,
-                "finished_at": report.finished_at.isoformat(),
-                "optimal_tuple": report.optimal_tuple.values,
-                "throughput_optimal": report.throughput_optimal,
-                "converged": report.converged,
-                "delivered": result.remaining == 0 and not result.error,
-            }
-
-    def _build_report(self) -> ClimbReport:
-        climb, climber = self.climb, self.climber
-        assert climb is not None and climber is not None and self.host is not None
-        engine = self.host.engine
-        optimal = self._inside_bounds(climber.best_tuple)
-        levels = self._level_at.get(_key(optimal))
-        at_optimum = statistics.fmean(levels) if levels else 0.0
-        at_start = (
-            statistics.fmean(climb.start_throughputs) if climb.start_throughputs else at_optimum
-        )
-        defaults = knob_catalog.default_tuple(engine, self.host.cpu_count)
-        default_values = {n: defaults[n] for n in self.names if n in defaults}
-        at_default = at_start if default_values == climb.start_tuple else None
-        return ClimbReport(
-            idempotency_key=str(uuid.uuid4()),
-            host=self.host,
-            profile=climb.profile,
-            start_tuple=KnobTuple(engine=engine, values=climb.start_tuple),
-            start_source=climb.source,
-            start_model_version=climb.model_version,
-            optimal_tuple=KnobTuple(engine=engine, values=optimal),
-            default_tuple=KnobTuple(engine=engine, values=default_values)
-            if default_values
-            else None,
-            throughput_start=at_start,
-            throughput_optimal=at_optimum,
-            throughput_default=at_default,
-            converged=not climb.timed_out,
-            samples_to_converge=climb.converged_after,
-            trace=list(climb.trace),
-            climber=ClimberInfo(
-                name=type(climber).name,
-                settings={**climber.settings(), "throughput_metric": self.metric},
-            ),
-            started_at=climb.started_at,
-            finished_at=utcnow(),
-        )
+            delivery = self.uploader.submit(report)
+            self.uploader.last_drain = self.clock()
+            self.last_report = report_summary(report, delivery)
 
     # -- holding ----------------------------------------------------------------------
 
@@ -718,16 +469,7 @@ class AgentLoop:
                 logger.info("workload changed (connections %d): profiling again", rates.connections)
                 self._enter_profiling()
             return
-        throughput = rates.throughput(self.metric)
-        wanted = self.climber.step(
-            Sample(
-                throughput=throughput,
-                connections=rates.connections,
-                latency_ms=rates.latency_ms,
-                knobs=dict(in_force),
-                cpu_busy=rates.cpu_busy,
-            )
-        )
+        wanted = self.climber.step(rates.climber_sample(in_force, rates.throughput(self.metric)))
         if not self.climber.converged:
             logger.info("the climber saw a workload change: profiling again")
             self._enter_profiling()
@@ -736,81 +478,16 @@ class AgentLoop:
 
     # -- uploads and status -----------------------------------------------------------
 
-    def _service(self) -> ServiceClient | None:
-        return self.uploader.service
-
-    def _maybe_drain(self) -> None:
-        if self.uploader.service is None or not len(self.uploader.spool):
-            return
-        if self.clock() - self._last_drain < self.config.service.drain_every_s:
-            return
-        self._last_drain = self.clock()
-        result = self.uploader.drain(max_attempts=1)
-        if result.delivered or result.duplicates:
-            logger.info(
-                "spool drained: %d delivered, %d remaining",
-                result.delivered + result.duplicates,
-                result.remaining,
-            )
-            if self.last_report and result.remaining == 0:
-                self.last_report["delivered"] = True
-
     def status(self) -> dict[str, Any]:
-        original: dict[str, int] | str | None = None
-        try:
-            saved = self.original.load()
-            original = saved.values if saved else None
-        except Exception:  # status must never fail the loop
-            original = "unreadable"
-        return {
-            "phase": self.phase.value,
-            "climber_state": self.climber.state if self.climber is not None else None,
-            "current_tuple": self.applied,
-            "original_tuple": original,
-            "best_tuple": self.climber.best_tuple if self.climber is not None else None,
-            "last_report": self.last_report or None,
-            "spooled_reports": len(self.uploader.spool),
-            "spool_dropped": self.uploader.spool.dropped,
-            "collectors": self._collector_health(),
-            "counters": {
-                "samples": self.counters.samples,
-                "failed_samples": self.counters.failed_samples,
-                "unexpected_errors": self.counters.unexpected_errors,
-                "knob_changes": self.counters.knob_changes,
-                "manual_changes": self.counters.manual_changes,
-                "rollbacks": self.counters.rollbacks,
-                "climbs": self.counters.climbs,
-                "reports": self.counters.reports,
-                "errors_by_kind": dict(self.counters.errors_by_kind),
-            },
-        }
-
-    def _collector_health(self) -> dict[str, dict[str, float | int | str]]:
-        """Per-collector successes, failures and last duration, when the target keeps them."""
-        collector_set = getattr(self.target, "collector_stats", None)
-        stats = getattr(collector_set, "stats", None)
-        if not isinstance(stats, dict):
-            return {}
-        return {
-            name: {
-                "successes": entry.successes,
-                "failures": entry.failures,
-                "last_duration_s": round(entry.last_duration_s, 4),
-                "last_error": entry.last_error,
-            }
-            for name, entry in stats.items()
-        }
-
-    def _write_status(self) -> None:
-        try:
-            self.status_file.write(self.status())
-        except OSError as exc:
-            logger.warning("cannot write the status file: %s", exc)
-
-
-def _key(values: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(values.items()))
-
-
-def _fmt(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:.2f}"
+        return status_document(
+            phase=self.phase.value,
+            mode=self.config.agent.mode.value,
+            approval=self.gate.status() if self.gate is not None else None,
+            climber=self.climber,
+            applied=self.applied,
+            original=self.original,
+            last_report=self.last_report,
+            spool=self.uploader.spool,
+            target=self.target,
+            counters=self.counters,
+        )

@@ -1,63 +1,25 @@
 """From counter snapshots to samples (for the climber) and workload profiles (for the service).
 
 Everything here is arithmetic on :class:`~agents.targets.base.Snapshot` values: no I/O,
-so it is unit-tested with hand-made snapshots.
-
-How each :class:`~agents.wire.WorkloadProfile` field is estimated (MariaDB / Percona),
-over a window from the first to the last snapshot; Δ is last minus first:
-
-- ``window_s``: Δ of the monotonic clock.
-- ``connections``: mean over the snapshots of the pool's connections (sum of
-  ``THREAD_POOL_GROUPS.CONNECTIONS``), else ``Threads_connected``. Connections on the
-  ``extra_port`` (the agent's own) are in neither.
-- ``active_connections``: mean of the pool's active threads plus queued requests
-  (``ACTIVE_THREADS + QUEUE_LENGTH``), else ``Threads_running`` minus the agent's own
-  statement; clipped to ``connections``.
-- ``qps``: Δ``Questions`` minus the agent's own statements, over the window.
-- ``tps``: Δ(``Com_commit`` + ``Com_rollback``) over the window (autocommit statements
-  are not transactions here; ``qps`` covers them).
-- ``read_fraction``: Δ``Com_select`` (minus the agent's SELECTs) over Δ of all
-  SELECT/INSERT/UPDATE/DELETE/REPLACE counters.
-- ``latency_ms``: Δtotal / Δcount of the ``query_response_time`` histogram (the
-  agent's own statements are in it too, a small bias at real loads); unknown without
-  the plugin. It times a statement's execution only: the time a request waits in the
-  pool's queue before a thread picks it up is not in it (on the 2-core test server under
-  64 oltp_read_only clients at pool size 1: 0.03 ms per statement, while Little's law on
-  the queue length put 1.6 ms of queueing in front of each).
-- ``cpu_ms_per_request``: Δ server process CPU seconds (``/proc/<pid>/stat``, user +
-  system) over Δ client statements: the service time S. Unknown when the server is not
-  on the agent's host.
-- ``wait_ms_per_request``: latency minus CPU time per request, not below zero: W, the
-  off-CPU wait of a request that holds a thread (IO, row locks, its share of busy CPUs).
-  Needs latency and CPU time.
-- ``rounds_per_request``: 1 + Δ(thread pool waits of every reason but NET) per
-  statement: CPU bursts separated by off-CPU waits.
-- ``think_ms``: Little's law on the idle connections: (connections − active) / qps.
-- ``io_reads_per_txn``: Δ``Innodb_buffer_pool_reads`` per transaction.
-- ``fsyncs_per_txn``: Δ``Innodb_data_fsyncs`` per transaction.
-- ``lock_waits_per_s``: Δ``Innodb_row_lock_waits`` over the window.
-- ``thread_create_ms``: unknown (the server has no counter for it).
-- ``sync_ms_per_request``: Δ of performance_schema's mutex, rw-lock and sx-lock wait
-  timers (``wait/synch/%`` but condition variables; the ``sync_wait_s`` counter) per client
-  statement; unknown unless performance_schema is ON with those instruments enabled and
-  timed. Uncontended acquisitions make a small floor; its growth with concurrency is the
-  contention.
-- ``extras``: per-second rates of the thread pool statistics and waits by reason, and
-  the mean of ``Threadpool_threads``.
-Per-transaction fields are unknown when the window saw no transaction.
+so it is unit-tested with hand-made snapshots. How each profile field is estimated, and
+why: docs/profile.md.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agents.climber import Sample
 from agents.targets.base import Snapshot
 from agents.wire import WorkloadProfile
+
+logger = logging.getLogger(__name__)
 
 ThroughputMetric = Literal["transactions", "queries"]
 
@@ -77,21 +39,33 @@ class ProfileError(ValueError):
     """The snapshots cannot give a profile (too few, or the server restarted in between)."""
 
 
-def _delta(first: Snapshot, last: Snapshot, name: str) -> float | None:
+def counter_delta(first: Snapshot, last: Snapshot, name: str) -> float | None:
+    """How much the cumulative counter ``name`` grew between two snapshots (None when one
+    of them lacks it; never negative)."""
     if name not in first.counters or name not in last.counters:
         return None
     return max(0.0, last.counters[name] - first.counters[name])
 
 
-def restarted_between(first: Snapshot, last: Snapshot) -> bool:
-    """Whether the server restarted between two snapshots (counters went back)."""
-    if last.uptime_s < first.uptime_s:
-        return True
-    questions = ("Questions",)
+def counters_went_back(first: Snapshot, last: Snapshot, names: Iterable[str]) -> bool:
+    """Whether one of the cumulative counters ``names`` is lower in ``last``: a restart."""
     return any(
         name in first.counters and last.counters.get(name, 0.0) < first.counters[name]
-        for name in questions
+        for name in names
     )
+
+
+def restarted_between(first: Snapshot, last: Snapshot) -> bool:
+    """Whether the server restarted between two snapshots (counters went back)."""
+    return last.uptime_s < first.uptime_s or counters_went_back(first, last, ("Questions",))
+
+
+def cpu_busy(first: Snapshot, last: Snapshot) -> float | None:
+    """The server's CPU use between two snapshots, in cores (None when unknown)."""
+    duration = last.taken_at - first.taken_at
+    if first.cpu_seconds is None or last.cpu_seconds is None or duration <= 0:
+        return None
+    return max(0.0, last.cpu_seconds - first.cpu_seconds) / duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,20 +78,35 @@ class Interval:
     connections: int
     latency_ms: float | None
     cpu_busy: float | None
+    #: Whether the pool stalled in the interval (None: the engine cannot tell).
+    stalled: bool | None = None
 
     def throughput(self, metric: ThroughputMetric) -> float:
         return self.tps if metric == "transactions" else self.qps
 
+    def climber_sample(self, knobs: Mapping[str, int], throughput: float) -> Sample:
+        """This interval as the climber's sample at ``knobs``."""
+        return Sample(
+            throughput=throughput,
+            connections=self.connections,
+            latency_ms=self.latency_ms,
+            knobs=dict(knobs),
+            cpu_busy=self.cpu_busy,
+            stalled=self.stalled,
+        )
+
 
 def client_statements(first: Snapshot, last: Snapshot) -> float:
     """Statements the clients sent between the snapshots (the agent's own removed)."""
-    questions = _delta(first, last, "Questions") or 0.0
-    own = _delta(first, last, "agent_statements") or 0.0
+    questions = counter_delta(first, last, "Questions") or 0.0
+    own = counter_delta(first, last, "agent_statements") or 0.0
     return max(0.0, questions - own)
 
 
 def _transactions(first: Snapshot, last: Snapshot) -> float:
-    return (_delta(first, last, "Com_commit") or 0.0) + (_delta(first, last, "Com_rollback") or 0.0)
+    return (counter_delta(first, last, "Com_commit") or 0.0) + (
+        counter_delta(first, last, "Com_rollback") or 0.0
+    )
 
 
 def connections_of(snapshot: Snapshot) -> float:
@@ -148,6 +137,24 @@ def mean_latency_ms(first: Snapshot, last: Snapshot) -> float | None:
     return 1000.0 * total / count
 
 
+#: Counter and gauge names as agents.collectors stores them.
+STALLS_COUNTER = "tp_stalls"
+STALLED_GROUPS_GAUGE = "tp_stalled_groups"
+
+
+def pool_stalled(first: Snapshot, last: Snapshot) -> bool | None:
+    """Whether MariaDB's pool stalled between the two snapshots (a statement ran past
+    ``thread_pool_stall_limit``: ``THREAD_POOL_STATS.STALLS`` grew, or a group is
+    ``IS_STALLED`` now); None when the counters are missing. The climber sets such a sample
+    aside while it is an outlier of its tuple (docs/climber.md, "Evidence")."""
+    before = first.counters.get(STALLS_COUNTER)
+    after = last.counters.get(STALLS_COUNTER)
+    stalled_now = last.gauges.get(STALLED_GROUPS_GAUGE)
+    if before is None or after is None:
+        return None if stalled_now is None else stalled_now > 0
+    return after > before or (stalled_now is not None and stalled_now > 0)
+
+
 def interval(first: Snapshot, last: Snapshot) -> Interval:
     """The rates between two snapshots; raises :class:`ProfileError` if unusable."""
     duration = last.taken_at - first.taken_at
@@ -155,37 +162,46 @@ def interval(first: Snapshot, last: Snapshot) -> Interval:
         raise ProfileError("snapshots are not in time order")
     if restarted_between(first, last):
         raise ProfileError("the server restarted between the snapshots")
-    cpu_busy = None
-    if first.cpu_seconds is not None and last.cpu_seconds is not None:
-        cpu_busy = max(0.0, last.cpu_seconds - first.cpu_seconds) / duration
     return Interval(
         duration_s=duration,
         qps=client_statements(first, last) / duration,
         tps=_transactions(first, last) / duration,
         connections=round(connections_of(last)),
         latency_ms=mean_latency_ms(first, last),
-        cpu_busy=cpu_busy,
+        cpu_busy=cpu_busy(first, last),
+        stalled=pool_stalled(first, last),
     )
 
 
-def _finite_or_none(value: float | None) -> float | None:
+def finite_or_none(value: float | None) -> float | None:
+    """``value``, or None when it is unknown, infinite or NaN (the wire takes no NaN)."""
     if value is None or not math.isfinite(value):
         return None
     return value
 
 
-def throughput_cv(snapshots: Sequence[Snapshot]) -> float:
-    """Coefficient of variation of the client statements per second between consecutive
-    ``snapshots`` (0 when there are fewer than two samples or no statements)."""
+SnapshotCount = Callable[[Snapshot, Snapshot], float]
+RestartCheck = Callable[[Snapshot, Snapshot], bool]
+
+
+def rate_cv(snapshots: Sequence[Snapshot], count: SnapshotCount, restarted: RestartCheck) -> float:
+    """Coefficient of variation of ``count(a, b)`` per second between consecutive
+    ``snapshots``, restarts left out (0 with fewer than two rates or a zero mean)."""
     rates = [
-        client_statements(a, b) / (b.taken_at - a.taken_at)
+        count(a, b) / (b.taken_at - a.taken_at)
         for a, b in itertools.pairwise(snapshots)
-        if b.taken_at > a.taken_at and not restarted_between(a, b)
+        if b.taken_at > a.taken_at and not restarted(a, b)
     ]
     if len(rates) < 2:
         return 0.0
     mean = statistics.fmean(rates)
     return statistics.pstdev(rates) / mean if mean > 0 else 0.0
+
+
+def throughput_cv(snapshots: Sequence[Snapshot]) -> float:
+    """Coefficient of variation of the client statements per second between consecutive
+    ``snapshots`` (0 when there are fewer than two samples or no statements)."""
+    return rate_cv(snapshots, client_statements, restarted_between)
 
 
 def trailing_window(snapshots: Sequence[Snapshot], window_s: float) -> Sequence[Snapshot]:
@@ -196,6 +212,54 @@ def trailing_window(snapshots: Sequence[Snapshot], window_s: float) -> Sequence[
         if last - snapshots[start].taken_at >= window_s:
             return snapshots[start:]
     return snapshots
+
+
+def profiling_window(
+    snapshots: Sequence[Snapshot],
+    *,
+    window_s: float,
+    longest_s: float,
+    steady_cv: float,
+    sample_period_s: float,
+    cv: Callable[[Sequence[Snapshot]], float] = throughput_cv,
+) -> Sequence[Snapshot] | None:
+    """The snapshots to profile over, or None to keep observing: the last ``window_s`` once
+    their throughput is steady (CV at most ``steady_cv``), else all of them after
+    ``longest_s``. A profile taken in a stall (a flush storm, a backup) would describe a
+    workload that is not there. ``cv``: the engine's :func:`throughput_cv`."""
+    if len(snapshots) < 2:
+        return None
+    observed = snapshots[-1].taken_at - snapshots[0].taken_at
+    if observed < window_s:
+        return None
+    window = trailing_window(snapshots, window_s)
+    variation = cv(window)
+    if variation > steady_cv:
+        if observed < longest_s:
+            return None
+        logger.warning(
+            "throughput still unsteady after %.0fs (variation %.2f of the mean over the "
+            "last %.0fs): profiling over all of it",
+            observed,
+            variation,
+            window_s,
+        )
+        return snapshots
+    if observed > window_s + sample_period_s:
+        logger.info("throughput steady after %.0fs: profiling the last %.0fs", observed, window_s)
+    return window
+
+
+def climb_metric(configured: ThroughputMetric, profile: WorkloadProfile) -> ThroughputMetric:
+    """The configured metric, except that a workload without transactions (autocommit
+    statements only: Com_commit does not move) is climbed on queries per second."""
+    if configured == "transactions" and profile.tps <= 0 < profile.qps:
+        logger.warning(
+            "no transactions in the profile (autocommit workload): climbing on "
+            "queries per second instead"
+        )
+        return "queries"
+    return configured
 
 
 def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
@@ -213,9 +277,10 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
 
     reads = max(
         0.0,
-        (_delta(first, last, "Com_select") or 0.0) - (_delta(first, last, "agent_selects") or 0.0),
+        (counter_delta(first, last, "Com_select") or 0.0)
+        - (counter_delta(first, last, "agent_selects") or 0.0),
     )
-    writes = sum(_delta(first, last, name) or 0.0 for name in _WRITE_COUNTERS)
+    writes = sum(counter_delta(first, last, name) or 0.0 for name in _WRITE_COUNTERS)
     read_fraction = reads / (reads + writes) if reads + writes > 0 else None
 
     latency = rates.latency_ms
@@ -228,7 +293,7 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     wait_ms = max(0.0, latency - cpu_ms) if latency is not None and cpu_ms is not None else None
 
     waits = [
-        _delta(first, last, name) or 0.0
+        counter_delta(first, last, name) or 0.0
         for name in last.counters
         if name.startswith("tp_wait_") and name != "tp_wait_net"
     ]
@@ -237,16 +302,16 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     think_ms = 1000.0 * max(0.0, connections - active) / qps if qps > 0 else None
 
     def per_txn(name: str) -> float | None:
-        delta = _delta(first, last, name)
+        delta = counter_delta(first, last, name)
         return delta / transactions if delta is not None and transactions > 0 else None
 
-    lock_waits = _delta(first, last, "Innodb_row_lock_waits")
-    sync_s = _delta(first, last, "sync_wait_s")
+    lock_waits = counter_delta(first, last, "Innodb_row_lock_waits")
+    sync_s = counter_delta(first, last, "sync_wait_s")
     sync_ms = 1000.0 * sync_s / statements if sync_s is not None and statements > 0 else None
     extras: dict[str, float] = {}
     for name in last.counters:
         if name.startswith("tp_"):
-            delta = _delta(first, last, name)
+            delta = counter_delta(first, last, name)
             if delta is not None:
                 extras[f"{name}_per_s"] = delta / window
     threads = [
@@ -264,17 +329,30 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
         qps=qps,
         tps=transactions / window,
         read_fraction=read_fraction,
-        latency_ms=_finite_or_none(latency),
-        cpu_ms_per_request=_finite_or_none(cpu_ms),
-        wait_ms_per_request=_finite_or_none(wait_ms),
-        rounds_per_request=_finite_or_none(rounds),
-        think_ms=_finite_or_none(think_ms),
+        latency_ms=finite_or_none(latency),
+        cpu_ms_per_request=finite_or_none(cpu_ms),
+        wait_ms_per_request=finite_or_none(wait_ms),
+        rounds_per_request=finite_or_none(rounds),
+        think_ms=finite_or_none(think_ms),
         io_reads_per_txn=per_txn("Innodb_buffer_pool_reads"),
         fsyncs_per_txn=per_txn("Innodb_data_fsyncs"),
         lock_waits_per_s=lock_waits / window if lock_waits is not None else None,
         thread_create_ms=None,
-        sync_ms_per_request=_finite_or_none(sync_ms),
+        sync_ms_per_request=finite_or_none(sync_ms),
         extras=extras,
+    )
+
+
+def describe_profile(profile: WorkloadProfile) -> str:
+    """The main figures of ``profile`` for a log line."""
+
+    def known(value: float | None) -> str:
+        return "unknown" if value is None else f"{value:.2f}"
+
+    return (
+        f"{profile.connections} connections ({profile.active_connections:.1f} active), "
+        f"{profile.qps:.0f} qps, {profile.tps:.0f} tps, latency {known(profile.latency_ms)} ms, "
+        f"cpu {known(profile.cpu_ms_per_request)} ms/request"
     )
 
 

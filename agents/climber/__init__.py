@@ -1,20 +1,14 @@
 """Pure climbing engines: fed samples, they answer the next knob tuple.
 
-Use :func:`make_climber` to build one by name: ``"pooltune"`` (the default),
-``"reference"`` (HWSQL's signal-processing climber), ``"dotnet"``, ``"hellerstein"``
-and ``"static"`` (baselines).
+:func:`make_climber` builds one by the name a config uses: ``"pooltune"`` (the default),
+``"reference"`` (HWSQL's climber), ``"dotnet"``, ``"hellerstein"`` and ``"static"``
+(baselines). How each works: docs/climber.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agents.climber.anchors import (
-    DotnetClimber,
-    DotnetConfig,
-    HellersteinClimber,
-    HellersteinConfig,
-)
 from agents.climber.base import (
     RESTART_EVENTS,
     Climber,
@@ -24,28 +18,28 @@ from agents.climber.base import (
     KnobSpace,
     Sample,
 )
+from agents.climber.dotnet import DotnetClimber, DotnetConfig
+from agents.climber.hellerstein import HellersteinClimber, HellersteinConfig
+from agents.climber.hwsql import HwsqlClimber, HwsqlConfig, HwsqlState
 from agents.climber.pooltune import PooltuneClimber, PooltuneConfig, PooltuneState
-from agents.climber.reference import ReferenceClimber, ReferenceConfig, ReferenceState
 from agents.climber.static import StaticClimber, StaticConfig
-from agents.knobs import Engine
 
-ClimberConfig = PooltuneConfig | ReferenceConfig | DotnetConfig | HellersteinConfig | StaticConfig
+ClimberConfig = PooltuneConfig | HwsqlConfig | DotnetConfig | HellersteinConfig | StaticConfig
 
 CLIMBERS: Mapping[str, type[Climber]] = {
     "pooltune": PooltuneClimber,
-    "reference": ReferenceClimber,
+    "reference": HwsqlClimber,
     "dotnet": DotnetClimber,
     "hellerstein": HellersteinClimber,
     "static": StaticClimber,
 }
 CONFIGS: Mapping[str, type[ClimberConfig]] = {
     "pooltune": PooltuneConfig,
-    "reference": ReferenceConfig,
+    "reference": HwsqlConfig,
     "dotnet": DotnetConfig,
     "hellerstein": HellersteinConfig,
     "static": StaticConfig,
 }
-DEFAULT_CLIMBER = "pooltune"
 
 
 def make_climber(
@@ -65,20 +59,9 @@ def make_climber(
     return cls(knob_space, cpu_count, config)  # type: ignore[call-arg]
 
 
-def knob_space_for(
-    engine: Engine | str,
-    cpu_count: int,
-    *,
-    bounds: Mapping[str, tuple[int, int]] | None = None,
-) -> KnobSpace:
-    """The tuned knobs of ``engine`` inside the operator's hard ``bounds``."""
-    return KnobSpace.from_engine(engine, cpu_count, bounds=bounds)
-
-
 __all__ = [
     "CLIMBERS",
     "CONFIGS",
-    "DEFAULT_CLIMBER",
     "RESTART_EVENTS",
     "Climber",
     "ClimberConfig",
@@ -88,17 +71,16 @@ __all__ = [
     "EventKind",
     "HellersteinClimber",
     "HellersteinConfig",
+    "HwsqlClimber",
+    "HwsqlConfig",
+    "HwsqlState",
     "KnobDim",
     "KnobSpace",
     "PooltuneClimber",
     "PooltuneConfig",
     "PooltuneState",
-    "ReferenceClimber",
-    "ReferenceConfig",
-    "ReferenceState",
     "Sample",
     "StaticClimber",
     "StaticConfig",
-    "knob_space_for",
     "make_climber",
 ]

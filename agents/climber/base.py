@@ -3,7 +3,7 @@
 A climber is a pure object: :meth:`Climber.step` takes one ~2-second :class:`Sample` and
 answers the full knob tuple to apply next. It has no I/O, no clock and no global random
 state, so the agent, the tests and the benchmark drive it the same way, thousands of
-samples per second.
+samples per second. The climbers and how they work: docs/climber.md.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agents import knobs as knob_catalog
-from agents.knobs import Engine
+from agents.knobs import Engine, Knob
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,27 +31,48 @@ class Sample:
     #: CPU cores the server process used over the sample (None when the agent cannot read
     #: the server's CPU time, e.g. when it runs on another host).
     cpu_busy: float | None = None
+    #: The target saw the server stall during the sample (MariaDB: the thread pool's stall
+    #: counter rose, or a group was stalled); None when the target cannot tell. The climber
+    #: sets a stalled sample aside when it is an outlier of its tuple (docs/climber.md).
+    stalled: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class KnobDim:
-    """One knob the climber may move, with the bounds it must stay inside."""
+    """One knob the climber may move: its catalog entry narrowed to the bounds in force, so
+    values are rounded and clipped by the catalog's own rule (:meth:`Knob.clip`)."""
 
-    name: str
-    low: int
-    high: int
+    knob: Knob
     default: int
-    log_scale: bool = True
 
     def __post_init__(self) -> None:
         if self.low > self.high:
             raise ValueError(f"{self.name}: low {self.low} is above high {self.high}")
-        if self.log_scale and self.low < 1:
-            # log space needs positive values; catalogs' log knobs start at ≥ 1.
-            object.__setattr__(self, "low", 1)
+
+    @classmethod
+    def within(cls, knob: Knob, low: int, high: int, cpu_count: int) -> KnobDim:
+        """``knob`` narrowed to [low, high], its default (on ``cpu_count`` CPUs) clipped in."""
+        narrowed = dataclasses.replace(knob, minimum=low, maximum=high)
+        return cls(narrowed, narrowed.clip(knob.default_for(cpu_count)))
+
+    @property
+    def name(self) -> str:
+        return self.knob.name
+
+    @property
+    def low(self) -> int:
+        return self.knob.minimum
+
+    @property
+    def high(self) -> int:
+        return self.knob.maximum
+
+    @property
+    def log_scale(self) -> bool:
+        return self.knob.log_scale
 
     def clip(self, value: float) -> int:
-        return int(min(self.high, max(self.low, round(value))))
+        return self.knob.clip(value)
 
     def to_unit(self, value: float) -> float:
         """Coordinate the climber searches in: log2 for log-scale knobs."""
@@ -95,8 +116,7 @@ class KnobSpace:
             low, high = knob.minimum, knob.maximum
             if bounds and knob.name in bounds:
                 low, high = max(low, bounds[knob.name][0]), min(high, bounds[knob.name][1])
-            default = min(high, max(low, knob.default_for(cpu_count)))
-            dims.append(KnobDim(knob.name, low, high, default, knob.log_scale))
+            dims.append(KnobDim.within(knob, low, high, cpu_count))
         return cls(tuple(dims))
 
     @property
@@ -106,12 +126,6 @@ class KnobSpace:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.dims)
-
-    def dim(self, name: str) -> KnobDim:
-        for d in self.dims:
-            if d.name == name:
-                return d
-        raise KeyError(name)
 
     def defaults(self) -> dict[str, int]:
         return {d.name: d.default for d in self.dims}
@@ -213,8 +227,3 @@ class Climber(abc.ABC):
 
     def restarts(self) -> int:
         return sum(1 for e in self.events if e.kind in RESTART_EVENTS)
-
-
-def scale_to_host(value: float, cpu_count: int, reference_cpus: int = 72) -> float:
-    """Scale a magnitude tuned on the reference's 72-core server to this host."""
-    return value * cpu_count / reference_cpus

@@ -65,6 +65,7 @@ class WorkloadCurve:
     _cache: dict[tuple[int, int, int], tuple[float, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _full_curve: FloatArray | None = field(default=None, compare=False, repr=False)
 
     @property
     def connections(self) -> int:
@@ -93,7 +94,13 @@ class WorkloadCurve:
         return cached
 
     def curve(self, sizes: FloatArray | None = None) -> FloatArray:
-        return self.workload.curve(sizes)
+        if sizes is not None:
+            return self.workload.curve(sizes)
+        # The whole-grid curve serves the optimum, the knee and the peak: computed once.
+        if self._full_curve is None:
+            object.__setattr__(self, "_full_curve", self.workload.curve())
+        assert self._full_curve is not None
+        return self._full_curve
 
     def peak(self) -> float:
         surface, *_ = self.workload.tuple_surface()

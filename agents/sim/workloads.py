@@ -6,6 +6,7 @@ Contention parameters are drawn relative to the core count (κ·cores², σ·cor
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 
@@ -94,4 +95,35 @@ def random_workload(
         thread_create_ms=_log_uniform(rng, 0.05, 1.0),
         max_size=max_size,
         name=chosen.value,
+    )
+
+
+def random_workload_v2(
+    rng: np.random.Generator,
+    *,
+    kind: WorkloadKind | str | None = None,
+    cores: int | None = None,
+    max_size: int = 128,
+) -> SimWorkload:
+    """sim-v2's broad prior: a :func:`random_workload` draw (the same families and ranges) on
+    MariaDB's group scheduling (connections bound to groups), where a request is one statement
+    with a client turnaround of 0.02–1 ms before the next, a load generator on the same cores
+    half the time (0.1–1 × the server's CPU per statement, as sysbench took on the test host),
+    and flush stalls (10⁻⁴–10⁻² per statement, 50–2000 ms) on a third of the IO-bound ones."""
+    base = random_workload(rng, kind=kind, cores=cores, max_size=max_size)
+    turnaround = _log_uniform(rng, 0.02, 1.0)
+    client_cpu = 0.0
+    if rng.random() < 0.5:
+        client_cpu = base.cpu_ms * base.rounds * _log_uniform(rng, 0.1, 1.0)
+    stall_rate = stall_ms = 0.0
+    if base.name == WorkloadKind.IO_BOUND.value and rng.random() < 1.0 / 3.0:
+        stall_rate = _log_uniform(rng, 1e-4, 1e-2)
+        stall_ms = _log_uniform(rng, 50.0, 2000.0)
+    return dataclasses.replace(
+        base,
+        think_ms=base.think_ms + turnaround,
+        client_cpu_ms=client_cpu,
+        group_scheduling=True,
+        stall_rate=stall_rate,
+        stall_ms=stall_ms,
     )

@@ -99,3 +99,14 @@ class Target(Protocol):
 
     def apply(self, values: Mapping[str, int]) -> dict[str, int]:
         """Set ``values`` and return what the server reports back afterwards."""
+
+
+@runtime_checkable
+class RestoringTarget(Protocol):
+    """A target whose saved tuple may hold ``None``: a knob that had no value of its own (a
+    PgBouncer database that follows ``default_pool_size``). The state file's restore calls
+    :meth:`restore` instead of :meth:`Target.apply` for such targets."""
+
+    def restore(self, values: Mapping[str, int | None]) -> dict[str, int | None]:
+        """Put ``values`` back (``None``: remove the knob's own value) and return them as
+        read back, in the same form."""

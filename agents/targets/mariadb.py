@@ -31,10 +31,10 @@ from agents.collectors import (
     ThreadPoolGroupsCollector,
     ThreadPoolStatsCollector,
     ThreadPoolWaitsCollector,
-    process_cpu_seconds,
     sync_waits_unavailable,
 )
 from agents.config import TargetSection
+from agents.hostcpu import memory_total_bytes, process_cpu_seconds
 from agents.targets.base import (
     KnobApplyError,
     Snapshot,
@@ -379,7 +379,7 @@ class MariaDBTarget:
             engine=self.engine,
             engine_version=self._version_text,
             cpu_count=cpu_count,
-            memory_bytes=_memory_bytes() if local else 0,
+            memory_bytes=(memory_total_bytes() or 0) if local else 0,
         )
 
     def read_counters(self) -> Snapshot:
@@ -441,13 +441,3 @@ class MariaDBTarget:
                     read_back[name],
                 )
         return read_back
-
-
-def _memory_bytes() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0

@@ -3,33 +3,10 @@ without a database, for tests, demos, benchmarks and ``pooltune-agent run`` with
 ``[target.simulated]`` table.
 
 Every :meth:`SimulatedTarget.read_counters` is the next 2-second sample of the simulated
-server at the tuple in force (the simulator blends the old and the new tuple in the
-first sample after a change, as MariaDB moves connections at their next I/O). Time is
-simulated: :attr:`SimulatedTarget.now` advances by 2 s per read and is the clock to give
-the loop, so a fleet of agents runs thousands of samples per second without sleeping.
-
-The snapshot carries the counters the MariaDB target reads, so :mod:`agents.profile`
-cannot tell the difference. A simulated request is one transaction of ``rounds``
-statements (``Com_commit`` + 1, ``Questions`` + rounds); like ``query_response_time``
-and the server's CPU time on a real host, latency and CPU come per *statement*:
-
-==========================  ====================================================
-profile field               agent's profile vs :meth:`SimServer.measured_profile`
-==========================  ====================================================
-qps, tps, connections,      the same (no measurement noise here; the sample
-active_connections,         noise is the simulator's; the pool's gauges are the
-                            model's occupancy)
-read_fraction,
-lock_waits_per_s
-latency_ms, cpu_ms, think,  per statement, as in measured_profile (latency:
-sync_ms                     execution time, without the time queued in the pool,
-                            as query_response_time times it; sync: the contention
-                            inflation of the CPU burst at the tuple in force, as
-                            performance_schema's wait/synch timers see it)
-wait_ms_per_request         latency − CPU, per statement, as measured_profile
-                            computes it
-rounds_per_request          unknown (no THREAD_POOL_WAITS counters)
-==========================  ====================================================
+server at the tuple in force; :attr:`SimulatedTarget.now` advances by 2 s per read and is
+the clock to give the loop, so a fleet of agents runs without sleeping. The snapshot
+carries the counters the MariaDB target reads; how they map to the profile's fields:
+docs/profile.md, "The simulated target".
 """
 
 from __future__ import annotations
@@ -55,6 +32,9 @@ _MEMORY_PER_CORE = 4 * 2**30
 
 class SimulatedTarget:
     """A simulated MariaDB with the thread pool; see the module docstring."""
+
+    #: Its snapshots carry MariaDB's counters whatever ``engine`` it stands for.
+    counters_engine = Engine.MARIADB
 
     def __init__(
         self,
@@ -84,17 +64,6 @@ class SimulatedTarget:
         self._latency_count = 0.0
         self._latency_total_s = 0.0
         self._cpu_seconds = 0.0
-
-    @classmethod
-    def for_workload(
-        cls,
-        workload: SimWorkload,
-        *,
-        seed: int,
-        noise: NoiseConfig | None = None,
-        hostname: str = "simulated",
-    ) -> SimulatedTarget:
-        return cls(SimServer(workload, seed=seed, noise=noise), hostname=hostname)
 
     @classmethod
     def from_settings(
@@ -187,9 +156,7 @@ class SimulatedTarget:
             # The pool's gauges are counts the server keeps (threads executing, requests
             # queued): over an interval they average to the model's occupancy at the tuple
             # in force, which keeps Little's law with the sample's throughput and latency
-            # (the noise moves both inversely). Deriving them as connections minus
-            # throughput × think time, as before, turned the throughput noise of a light
-            # load, where most clients think, into a queue that was not there.
+            # (docs/profile.md, "The simulated target").
             _, executing, queued = curve.workload.occupancy(self.knobs)
             executing = min(connections, executing)
             active = min(connections, executing + queued)

@@ -1,13 +1,9 @@
-"""Talking to the service: enrolment, recommendations and report uploads.
+"""The service client: enrolment, recommendations, approval requests and report uploads.
 
-The HTTP client is injected (timeouts set by its owner; tests pass an
-``httpx.MockTransport``). Requests and answers are the wire models of
-:mod:`agents.wire`. 408, 425, 429, 5xx and network errors are retried with capped
-exponential backoff (``Retry-After`` honoured up to the cap); other 4xx are final.
-
-Reports go through the spool first (:meth:`Uploader.submit`): the report is on disk
-before the first attempt and leaves the disk only when the service acknowledged it, so
-no crash or outage loses it, and the idempotency key makes re-sends harmless.
+The HTTP client is injected; requests and answers are the wire models of :mod:`agents.wire`.
+Retryable failures (408, 425, 429, 5xx, network) are retried with capped backoff; reports go
+through the spool first, so no crash or outage loses one. Details: docs/agent.md, "Reports,
+the service client and the spool".
 """
 
 from __future__ import annotations
@@ -24,6 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from agents.spool import Spool, SpoolError
 from agents.wire import (
+    ApprovalCreate,
+    ApprovalRead,
     ClimbReport,
     HostFacts,
     RecommendationRequest,
@@ -37,15 +35,15 @@ RETRYABLE_STATUS = frozenset({408, 425, 429})
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-class UploadError(Exception):
-    """A request to the service failed."""
+class ServiceError(Exception):
+    """A request to the service (enrol, recommend, upload) failed."""
 
 
-class ServiceUnavailable(UploadError):
+class ServiceUnavailable(ServiceError):
     """Network errors or retryable statuses until the attempts ran out: try again later."""
 
 
-class RequestRejected(UploadError):
+class RequestRejected(ServiceError):
     """The service refused the request for good (4xx); re-sending will not help."""
 
     def __init__(self, status_code: int, detail: str) -> None:
@@ -58,7 +56,7 @@ class AuthenticationFailed(RequestRejected):
     """401/403: the agent token is missing, wrong or revoked (re-enrol)."""
 
 
-class BadAnswer(UploadError):
+class BadAnswer(ServiceError):
     """The service answered 2xx with something that is not the expected payload."""
 
 
@@ -135,18 +133,36 @@ class ServiceClient:
         authenticated: bool = True,
         max_attempts: int | None = None,
     ) -> httpx.Response:
+        return self._send(
+            "POST", path, payload, authenticated=authenticated, max_attempts=max_attempts
+        )
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        payload: BaseModel | dict[str, Any] | None,
+        *,
+        authenticated: bool = True,
+        max_attempts: int | None = None,
+    ) -> httpx.Response:
+        """One request with retries: the 2xx response, else a :class:`ServiceError`."""
         attempts = max_attempts or self.max_attempts
         headers = {}
         if authenticated:
             if not self.token:
                 raise AuthenticationFailed(401, "no agent token: run `pooltune-agent enroll`")
             headers["Authorization"] = f"Bearer {self.token}"
-        body = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else dict(payload)
+        body: dict[str, Any] | None = None
+        if isinstance(payload, BaseModel):
+            body = payload.model_dump(mode="json")
+        elif payload is not None:
+            body = dict(payload)
         last_problem = ""
         for attempt in range(1, attempts + 1):
             retry_after: str | None = None
             try:
-                response = self.client.post(path, json=body, headers=headers)
+                response = self.client.request(method, path, json=body, headers=headers)
             except httpx.TransportError as exc:
                 last_problem = f"{type(exc).__name__}: {exc}"
             else:
@@ -163,7 +179,8 @@ class ServiceClient:
                 break
             delay = self.backoff(attempt, retry_after)
             logger.info(
-                "POST %s failed (%s), attempt %d/%d; retrying in %.1fs",
+                "%s %s failed (%s), attempt %d/%d; retrying in %.1fs",
+                method,
                 path,
                 last_problem,
                 attempt,
@@ -172,7 +189,7 @@ class ServiceClient:
             )
             if not self._wait(delay):
                 break
-        raise ServiceUnavailable(f"POST {path}: {last_problem} after {attempts} attempt(s)")
+        raise ServiceUnavailable(f"{method} {path}: {last_problem} after {attempts} attempt(s)")
 
     @staticmethod
     def _parse(response: httpx.Response, model: type[ModelT]) -> ModelT:
@@ -203,6 +220,21 @@ class ServiceClient:
         response = self._post("/v1/recommendations", request, max_attempts=max_attempts)
         return self._parse(response, RecommendationResponse)
 
+    def request_approval(
+        self, request: ApprovalCreate, *, max_attempts: int | None = None
+    ) -> ApprovalRead:
+        """Ask for an approval (idempotent on the request's key: a retry answers the same
+        stored request)."""
+        response = self._post("/v1/approvals", request, max_attempts=max_attempts)
+        return self._parse(response, ApprovalRead)
+
+    def get_approval(self, approval_id: int, *, max_attempts: int | None = None) -> ApprovalRead:
+        """The approval request ``approval_id`` as the service has it now."""
+        response = self._send(
+            "GET", f"/v1/approvals/{approval_id}", None, max_attempts=max_attempts
+        )
+        return self._parse(response, ApprovalRead)
+
     def upload(self, report: ClimbReport, *, max_attempts: int | None = None) -> bool:
         """Send one report; True if the service stored it now, False if it already had it."""
         response = self._post("/v1/reports", report, max_attempts=max_attempts)
@@ -217,6 +249,11 @@ class DrainResult:
     remaining: int
     error: str = ""
 
+    @property
+    def delivered_all(self) -> bool:
+        """Something was acknowledged and nothing is left in the spool."""
+        return bool(self.delivered or self.duplicates) and not self.remaining
+
 
 class Uploader:
     """Reports through the spool to the service."""
@@ -226,6 +263,8 @@ class Uploader:
         self.spool = spool
         self.delivered = 0
         self.failures = 0
+        #: When the last delivery was tried (the loop's clock).
+        self.last_drain = float("-inf")
 
     def submit(self, report: ClimbReport) -> DrainResult:
         """Spool ``report``, then try to deliver everything pending."""
@@ -237,9 +276,24 @@ class Uploader:
                 # Last resort: send it directly so an unwritable disk loses nothing.
                 try:
                     self.service.upload(report)
-                except UploadError as upload_exc:
+                except ServiceError as upload_exc:
                     logger.error("report %s lost: %s", report.idempotency_key, upload_exc)
         return self.drain()
+
+    def drain_when_due(self, now: float, *, every_s: float) -> DrainResult | None:
+        """:meth:`drain` (one attempt per report) when ``every_s`` passed since the last
+        try and something waits; None otherwise."""
+        if self.service is None or not len(self.spool) or now - self.last_drain < every_s:
+            return None
+        self.last_drain = now
+        result = self.drain(max_attempts=1)
+        if result.delivered or result.duplicates:
+            logger.info(
+                "spool drained: %d delivered, %d remaining",
+                result.delivered + result.duplicates,
+                result.remaining,
+            )
+        return result
 
     def drain(self, *, max_attempts: int | None = None) -> DrainResult:
         """Send spooled reports oldest first; stop at the first transient failure."""
@@ -255,9 +309,9 @@ class Uploader:
                 return DrainResult(delivered, duplicates, rejected, len(self.spool), str(exc))
             except RequestRejected as exc:
                 rejected += 1
-                self.spool.reject(item.path, str(exc))
+                self.spool.reject_item(item, str(exc))
                 continue
-            except UploadError as exc:
+            except ServiceError as exc:
                 self.failures += 1
                 self.spool.record_attempt(item)
                 logger.warning(
@@ -284,3 +338,11 @@ def make_http_client(base_url: str, *, timeout_s: float) -> httpx.Client:
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
         headers={"User-Agent": "pooltune-agent"},
     )
+
+
+def enroll_agent(
+    url: str, enrollment_token: str, host: HostFacts, *, timeout_s: float, max_attempts: int
+) -> Credentials:
+    """Exchange ``enrollment_token`` for an agent token at the service at ``url``."""
+    with make_http_client(url, timeout_s=timeout_s) as client:
+        return ServiceClient(client, max_attempts=max_attempts).enroll(enrollment_token, host)

@@ -1,39 +1,10 @@
-"""The reference climber: HWSQL's signal-processing hill climber (DESIGN.md, "The climber").
+"""HWSQL's signal-processing hill climber, registered as "reference".
 
-How it works, and where this re-implementation had to choose:
-- USUAL: the pool size oscillates as a square wave of period ``wave_period`` samples and
-  magnitude ``m`` around a centre. At each period boundary the first Fourier harmonics of
-  the size series (c1) and of the throughput series (c2) are taken over the samples since
-  the last move (at most ``samples_to_wave_period_ratio`` periods). The sign of
-  Re(c1/c2) = (ρ1/ρ2)·cos(φ1 − φ2) says whether throughput rises with size. As progress
-  we accumulate Re(c2/c1) of the *normalised* series (each divided by its mean): it has
-  the same sign, and it is a dimensionless elasticity that grows with the strength of the
-  trend, which is what a progress threshold needs (Re(c1/c2) in raw units would depend on
-  the throughput's scale). When |progress| passes ``ccs_valuable_progress`` the centre
-  moves by two magnitudes that way; once the optimum is bracketed (a rising and a falling
-  centre known) moves bisect the bracket, and a bracket narrower than ``eps`` means
-  OPTIMIZED. A move down after a rise is scaled by |Re| relative to the earlier upward
-  moves (the "scaled jump down").
-- The magnitude starts at ``min_wave_magnitude`` and doubles after a full history with no
-  move, up to ``max_wave_magnitude``; a full history at the maximum with no trend means
-  PLATEAU.
-- PLATEAU: the size is walked left with TP_new = TP_old·(0.5 + 0.36·e^(−0.018·TP_old))
-  (TP in 72-core units) while each step's throughput, averaged over one period, stays
-  within ``plateau_drop`` of the plateau's level; the first step that loses more goes
-  back one step and becomes OPTIMIZED.
-- OPTIMIZED: hold; remember throughput, connections and latency over one period; leave
-  (re-initialise) when the mean over a period deviates more than ``valuable_diff``.
-- Guards: sizes more than ``guard_excess_threads`` above the connection count or with
-  connections/size below ``guard_min_connection_ratio`` are cut (jumps and OPTIMIZED);
-  below ``min_accepted_throughput`` the climber suspends; it re-initialises on a manual
-  knob change, on no connections, on a steep drop (a sample below
-  ``1 − steep_drop`` of the last period's mean) and when the curve changes: the
-  throughput at a size is predicted by interpolating stored (size, throughput) pairs and
-  two misses by more than ``valuable_diff`` in a row mean the workload changed.
-- The reference does not discard the sample after a change (the lag is part of what it
-  measures), and it tunes the pool size only.
-Magnitudes, ``eps``, the guards' thread excess and the minimum throughput were set for a
-72-core server; they are scaled by cores/72 (with floors) unless ``scale_to_host`` is off.
+The pool size oscillates as a square wave; the first Fourier harmonics of size and
+throughput say which way throughput rises (USUAL), a flat curve is walked left (PLATEAU),
+the result is held until throughput, connections or latency move (OPTIMIZED). It tunes
+the pool size only. States, guards and the choices of this re-implementation:
+docs/climber.md ("HWSQL").
 """
 
 from __future__ import annotations
@@ -48,7 +19,7 @@ from agents.climber.base import Climber, EventKind, KnobSpace, Sample
 
 
 @dataclass(frozen=True, slots=True)
-class ReferenceConfig:
+class HwsqlConfig:
     """HWSQL's parameters with their reference (72-core) defaults."""
 
     wave_period: int = 4
@@ -70,7 +41,7 @@ class ReferenceConfig:
     scale_to_host: bool = True
 
 
-class ReferenceState(enum.StrEnum):
+class HwsqlState(enum.StrEnum):
     USUAL = "USUAL"
     PLATEAU = "PLATEAU"
     OPTIMIZED = "OPTIMIZED"
@@ -86,14 +57,12 @@ def first_harmonic(series: list[float], period: int) -> complex:
     return sum(v * cmath.exp(omega * t) for t, v in enumerate(series)) / max(len(series), 1)
 
 
-class ReferenceClimber(Climber):
+class HwsqlClimber(Climber):
     name = "reference"
 
-    def __init__(
-        self, space: KnobSpace, cpu_count: int, config: ReferenceConfig | None = None
-    ) -> None:
+    def __init__(self, space: KnobSpace, cpu_count: int, config: HwsqlConfig | None = None) -> None:
         super().__init__(space, cpu_count)
-        self.config = cfg = config or ReferenceConfig()
+        self.config = cfg = config or HwsqlConfig()
         scale = cpu_count / cfg.reference_cpus if cfg.scale_to_host else 1.0
         size = space.size
         span = size.high - size.low
@@ -106,7 +75,7 @@ class ReferenceClimber(Climber):
         self.min_throughput = cfg.min_accepted_throughput * scale
         self.excess_threads = max(2.0, cfg.guard_excess_threads * scale)
         self._scale = scale
-        self._state = ReferenceState.USUAL
+        self._state = HwsqlState.USUAL
         self._center = size.default
         self._magnitude = self.min_magnitude
         self._history: list[tuple[int, float]] = []
@@ -121,7 +90,7 @@ class ReferenceClimber(Climber):
         self._plateau_previous = 0
         self._hold_reference: tuple[float, float, float | None] | None = None
         self._window: list[Sample] = []
-        self._suspended_from = ReferenceState.USUAL
+        self._suspended_from = HwsqlState.USUAL
         self._phase = 0
 
     # ----------------------------------------------------------------- interface
@@ -131,7 +100,7 @@ class ReferenceClimber(Climber):
 
     @property
     def converged(self) -> bool:
-        return self._state is ReferenceState.OPTIMIZED
+        return self._state is HwsqlState.OPTIMIZED
 
     def reset(
         self,
@@ -154,17 +123,17 @@ class ReferenceClimber(Climber):
             self._reinit(self._current[size_name], reason="manual knob change")
             return self._apply(self._current[size_name])
         if sample.connections <= 0:
-            if self._state is not ReferenceState.USUAL or self._history:
+            if self._state is not HwsqlState.USUAL or self._history:
                 self._reinit(in_force, reason="no connections")
             return self._apply(in_force)
         if sample.throughput < self.min_throughput:
-            if self._state is not ReferenceState.SUSPENDED:
+            if self._state is not HwsqlState.SUSPENDED:
                 self._suspended_from = self._state
-                self._state = ReferenceState.SUSPENDED
+                self._state = HwsqlState.SUSPENDED
                 self._event(EventKind.SUSPENDED, "throughput below min_accepted_throughput")
             # Wait at the wave's centre, not at whichever extreme the wave had reached.
             return self._apply(self._center)
-        if self._state is ReferenceState.SUSPENDED:
+        if self._state is HwsqlState.SUSPENDED:
             self._event(EventKind.RESUMED, "throughput is back")
             self._state = self._suspended_from
             self._history.clear()
@@ -172,7 +141,7 @@ class ReferenceClimber(Climber):
         if self._steep_drop(sample.throughput):
             self._reinit(in_force, reason="unnaturally steep throughput drop")
             return self._apply(self._center)
-        if self._state is not ReferenceState.OPTIMIZED and self._curve_changed(
+        if self._state is not HwsqlState.OPTIMIZED and self._curve_changed(
             in_force, sample.throughput
         ):
             self._reinit(in_force, reason="throughput curve changed (two misses in a row)")
@@ -180,9 +149,9 @@ class ReferenceClimber(Climber):
         self._window.append(sample)
         if len(self._window) > self.config.wave_period:
             self._window.pop(0)
-        if self._state is ReferenceState.USUAL:
+        if self._state is HwsqlState.USUAL:
             return self._usual(in_force, sample.throughput)
-        if self._state is ReferenceState.PLATEAU:
+        if self._state is HwsqlState.PLATEAU:
             return self._plateau(sample.throughput)
         return self._optimized(sample)
 
@@ -203,7 +172,7 @@ class ReferenceClimber(Climber):
                 self._magnitude = min(self.max_magnitude, 2 * self._magnitude)
                 self._history.clear()
                 self._progress = 0.0
-        if self._state is not ReferenceState.USUAL:
+        if self._state is not HwsqlState.USUAL:
             return self._apply(self._center)
         self._phase += 1
         offset = (
@@ -258,7 +227,7 @@ class ReferenceClimber(Climber):
         self._center = bounded
 
     def _enter_plateau(self) -> None:
-        self._state = ReferenceState.PLATEAU
+        self._state = HwsqlState.PLATEAU
         means = [t for _, t in self._history]
         self._plateau_level = sum(means) / len(means) if means else None
         self._history.clear()
@@ -295,7 +264,7 @@ class ReferenceClimber(Climber):
         if cap is not None and self._center > cap:
             self._event(EventKind.GUARD, f"OPTIMIZED at {self._center} > connections guard {cap}")
             self._center = cap
-        self._state = ReferenceState.OPTIMIZED
+        self._state = HwsqlState.OPTIMIZED
         self._hold_reference = None
         self._history.clear()
         self._window.clear()
@@ -375,7 +344,7 @@ class ReferenceClimber(Climber):
     def _reinit(self, center: int, *, reason: str | None) -> None:
         if reason is not None:
             self._event(EventKind.REINIT, reason)
-        self._state = ReferenceState.USUAL
+        self._state = HwsqlState.USUAL
         self._center = self.space.size.clip(center)
         self._magnitude = self.min_magnitude
         self._history.clear()

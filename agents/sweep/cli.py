@@ -1,18 +1,16 @@
 """``pooltune-agent sweep``: measure the server's curve over one knob.
 
 Wired into ``agents/cli.py`` with :func:`add_parser` and :func:`run`; also runnable alone
-as ``python -m agents.sweep_cli sweep ...``. The original tuple is saved in the agent's
+as ``python -m agents.sweep.cli sweep ...``. The original tuple is saved in the agent's
 state file before the first change and restored at the end, on SIGINT/SIGTERM and on
-errors; after a ``kill -9``, ``pooltune-agent restore`` (or ``run``) puts it back.
-
-Exit codes follow ``pooltune-agent``'s: 0 success; 1 unexpected error; 2 configuration or
-usage error; 3 cannot reach the database; 4 the server cannot be tuned as configured;
-5 state file problem; 130 interrupted (the tuple was restored).
+errors; after a ``kill -9``, ``pooltune-agent restore`` (or ``run``) puts it back. Exit
+codes are :mod:`agents.console`'s (130: interrupted, the tuple was restored).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -25,46 +23,33 @@ from types import FrameType
 from typing import Any
 
 from agents import knobs as knob_catalog
-from agents.cli import (
+from agents.config import DEFAULT_CONFIG_PATH, AgentConfig, ConfigError, load_config
+from agents.console import (
     EXIT_CONFIG,
+    EXIT_INTERRUPTED,
     EXIT_MISCONFIGURED,
     EXIT_OK,
     EXIT_STATE,
     EXIT_UNREACHABLE,
-    _out,
+    err,
+    fail,
+    out,
 )
-from agents.config import DEFAULT_CONFIG_PATH, AgentConfig, ConfigError, load_config
 from agents.state import OriginalTupleFile, StateError
-from agents.sweep import (
-    DEFAULT_GRIDS,
-    Progress,
-    Sweeper,
-    SweepError,
-    SweepInterrupted,
-    SweepPlan,
-    SweepResult,
-    format_table,
-    samples_csv_path,
-    write_csv,
-    write_plot,
-)
-from agents.targets.base import Target, TargetMisconfigured, TargetUnavailable
+from agents.sweep.curve import SweepResult
+from agents.sweep.output import format_table, write_csv, write_plot
+from agents.sweep.plan import DEFAULT_GRIDS, SweepError, SweepInterrupted, SweepPlan
+from agents.sweep.runner import Progress, Sweeper
+from agents.targets.base import TargetMisconfigured, TargetUnavailable
+from agents.wiring import make_target
 
 logger = logging.getLogger(__name__)
-
-EXIT_INTERRUPTED = 130
 
 COMMAND = "sweep"
 
 
-def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
 def _fail(code: int, message: str) -> int:
-    _err(f"pooltune-agent sweep: error: {message}")
-    return code
+    return fail(code, message, command=f"pooltune-agent {COMMAND}")
 
 
 def _positive_float(text: str) -> float:
@@ -122,7 +107,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         f"(default: $POOLTUNE_AGENT_CONFIG or {DEFAULT_CONFIG_PATH})",
     )
     parser.add_argument(
-        "--knob", default="thread_pool_size", help="the knob to sweep (default: %(default)s)"
+        "--knob",
+        default=None,
+        help="the knob to sweep (default: the engine's pool size: thread_pool_size, "
+        "default_pool_size)",
     )
     grid = parser.add_mutually_exclusive_group()
     grid.add_argument("--values", type=parse_values, help="comma list of values, e.g. 1,2,4,8")
@@ -187,20 +175,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _make_target(config: AgentConfig, knob: str) -> Target:
-    from agents.knobs import Engine
-
-    if config.target.engine in (Engine.MARIADB, Engine.PERCONA):
-        from agents.targets.mariadb import MariaDBTarget
-
-        return MariaDBTarget(config.target, tuned_knobs=[knob])
-    raise ConfigError(f"target.engine = {config.target.engine.value!r} is not supported yet")
-
-
 def build_plan(config: AgentConfig, args: argparse.Namespace) -> SweepPlan:
     """The plan from the arguments and the config; raises ConfigError / SweepError."""
+    engine = config.target.engine
     try:
-        knob = knob_catalog.knob(config.target.engine, args.knob)
+        knob = knob_catalog.knob(engine, args.knob or knob_catalog.POOL_SIZE_KNOB[engine])
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if args.values is not None:
@@ -233,7 +212,7 @@ def build_plan(config: AgentConfig, args: argparse.Namespace) -> SweepPlan:
 
 def _confirm(plan: SweepPlan, config: AgentConfig, assume_yes: bool) -> bool:
     minutes = plan.expected_duration_s / 60
-    _err(
+    err(
         f"This changes {plan.knob} on {config.target.host}:{config.target.port} "
         f"over {list(plan.values)} ({plan.repeats} passes, {plan.dwell_s:g}s each: "
         f"about {minutes:.1f} min) and restores it at the end."
@@ -251,7 +230,7 @@ def _progress(plan: SweepPlan) -> Any:
 
     def report(progress: Progress) -> None:
         left = int(progress.remaining_s)
-        _err(
+        err(
             f"[{progress.visit:>3}/{progress.visits}] pass {progress.repeat + 1} "
             f"{plan.knob}={progress.value}: {progress.visit_mean:.1f} {unit} "
             f"({left // 60}m{left % 60:02d}s left)"
@@ -264,9 +243,9 @@ def _default_out(knob: str) -> Path:
     return Path(f"pooltune-sweep-{knob}-{datetime.now():%Y%m%d-%H%M%S}.csv")
 
 
-def write_outputs(result: SweepResult, out: Path, *, plot: bool) -> list[Path]:
+def write_outputs(result: SweepResult, curve_csv: Path, *, plot: bool) -> list[Path]:
     """CSV (always), samples CSV, profile JSON and the PNG when possible."""
-    written = list(write_csv(result, out))
+    written = list(write_csv(result, curve_csv))
     profile = {
         "knob": result.knob,
         "original_tuple": result.original_tuple,
@@ -280,15 +259,13 @@ def write_outputs(result: SweepResult, out: Path, *, plot: bool) -> list[Path]:
         ),
         "notes": list(result.notes),
     }
-    import json
-
-    profile_path = out.with_name(f"{out.stem}-profile.json")
+    profile_path = curve_csv.with_name(f"{curve_csv.stem}-profile.json")
     profile_path.write_text(json.dumps(profile, indent=2, default=str) + "\n", encoding="utf-8")
     written.append(profile_path)
     if plot:
-        png = write_plot(result, out.with_suffix(".png"))
+        png = write_plot(result, curve_csv.with_suffix(".png"))
         if png is None:
-            _err("note: matplotlib is not installed, no plot (pip install 'pooltune[trainer]')")
+            err("note: matplotlib is not installed, no plot (pip install 'pooltune[trainer]')")
         else:
             written.append(png)
     return written
@@ -303,16 +280,17 @@ def run(args: argparse.Namespace) -> int:
                 update={"target": config.target.model_copy(update={"enable_latency": True})}
             )
         plan = build_plan(config, args)
+        target = make_target(config, knobs=[plan.knob])
         if not _confirm(plan, config, args.yes):
-            _err("nothing changed")
+            err("nothing changed")
             return EXIT_OK
     except (ConfigError, SweepError) as exc:
         return _fail(EXIT_CONFIG, str(exc))
     except (EOFError, KeyboardInterrupt):
-        _err("\nnothing changed")
+        err("\nnothing changed")
         return EXIT_INTERRUPTED
 
-    out = args.out or _default_out(plan.knob)
+    curve_csv = args.out or _default_out(plan.knob)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -322,12 +300,11 @@ def run(args: argparse.Namespace) -> int:
     previous = {
         signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)
     }
-    target = _make_target(config, plan.knob)
     try:
         target.connect()
         info = target.check()
         for note in info.notes:
-            _err(f"note: {note}")
+            err(f"note: {note}")
         sweeper = Sweeper(
             target=target,
             plan=plan,
@@ -354,14 +331,14 @@ def run(args: argparse.Namespace) -> int:
         target.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    _out(format_table(result))
-    for path in write_outputs(result, out, plot=not args.no_plot):
-        _out(f"wrote {path}")
+    out(format_table(result))
+    for path in write_outputs(result, curve_csv, plot=not args.no_plot):
+        out(f"wrote {path}")
     return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point: ``python -m agents.sweep_cli sweep --config ... ``."""
+    """Standalone entry point: ``python -m agents.sweep.cli sweep --config ... ``."""
     parser = argparse.ArgumentParser(prog="pooltune-agent")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
@@ -369,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(args)
 
 
-__all__ = ["COMMAND", "add_parser", "build_plan", "main", "run", "samples_csv_path"]
+__all__ = ["COMMAND", "add_parser", "build_plan", "main", "run", "write_outputs"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,339 @@
+"""The pooltune climber's line search on one knob, in log2 coordinates: locate the best value.
+
+Three phases: find a side that improves, expand along it, then refine inside the bracket
+with halving steps. Ties keep the current value: the pool size's thread economy (the
+smallest size within the tolerance of the best) is a separate walk, :mod:`economy`. The
+bracket (``low_bound``, ``high_bound``) holds the nearest probed coordinates known not to
+beat the center. Steps grow only while the gain per step does not fade (a fading gain
+means the top is near, and a large step would overshoot it), and never beyond what the
+prober allows (a probe's worst case must stay bounded). Why this shape:
+docs/climber.md ("Search").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Mapping
+from typing import Protocol
+
+from agents.climber.base import KnobDim
+from agents.climber.pooltune.config import PooltuneConfig
+from agents.climber.pooltune.evidence import Comparison, Rules, Verdict
+
+#: A tuple to apply and how many samples to measure there.
+Request = tuple[dict[str, int], int]
+Program = Generator[Request, None, None]
+
+
+class Prober(Protocol):
+    """What a line search needs from the climb it is part of."""
+
+    #: The best tuple measured so far; the line search moves it.
+    top: dict[str, int]
+
+    def probe(
+        self, knobs: dict[str, int], *, rules: Rules, reference: dict[str, int] | None = None
+    ) -> Generator[Request, None, Comparison]: ...
+
+    def max_step(self, dim: KnobDim, side: int) -> float:
+        """The largest step (log2) a probe may take from ``top`` towards ``side``."""
+        ...
+
+    def confirm(
+        self, dim: KnobDim, before: dict[str, int], after: dict[str, int]
+    ) -> Generator[Request, None, bool]:
+        """Re-test ``after`` against ``before`` on fresh samples (A/B/A)."""
+        ...
+
+    def gain(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
+        """The measured log gain of ``knobs`` over ``reference``."""
+        ...
+
+
+class LineSearch:
+    """Searches ``dim`` from the prober's best tuple and leaves ``center`` at the best value
+    found (ties keep the current one)."""
+
+    def __init__(
+        self,
+        prober: Prober,
+        config: PooltuneConfig,
+        dim: KnobDim,
+        *,
+        high_cap: int,
+        rules: Rules,
+        low_bound: float = -math.inf,
+        high_bound: float = math.inf,
+        look_farther: bool = True,
+        tail_floor: int | None = None,
+    ) -> None:
+        self._prober = prober
+        self._config = config
+        self.dim = dim
+        self.high_cap = high_cap
+        self._rules = rules
+        self.center = dict(prober.top)
+        self.low_bound = low_bound
+        self.high_bound = high_bound
+        #: Whether a tie a small step up sends a probe a larger step farther (off for a
+        #: recommended start: its range already says where the best lies; a gain, not a
+        #: tie, widens the search).
+        self.look_farther = look_farther
+        #: Far above the cores a falling curve's tail is flat: a tie below keeps the search
+        #: walking down (step by bounded step) to this value, for a gain, before it gives
+        #: up that side.
+        self.tail_floor = tail_floor
+        #: Ties after large steps (plateau evidence).
+        self.flat_votes = 0
+        #: The steps that improved: (new coordinate, measured log gain, log2 units moved),
+        #: for the step control.
+        self._climbed: list[tuple[float, float, float]] = []
+        #: Coordinates of probes that lost beyond the tolerance (they bound the economy walk).
+        self.worse: list[float] = []
+        self._forced = False
+        #: A move was taken on a verdict the sample cap forced.
+        self.unproven = False
+        #: Ties keep the value: the (before, after) pair whose gain survived a re-test.
+        self.confirmed: tuple[dict[str, int], dict[str, int]] | None = None
+
+    def run(self, step: float, first_side: int) -> Program:
+        start = dict(self.center)
+        direction = yield from self._find_direction(step, first_side)
+        if self._rules.stay and self.center != start:
+            # Before building on it, the first gain must survive a re-test.
+            kept = yield from self._prober.confirm(self.dim, start, self.center)
+            if not kept:
+                self._prober.top = self.center = start
+                return
+            self.confirmed = (start, dict(self.center))
+            self.unproven = False
+        if direction == 0 and self._rules.stay:
+            return  # ties keep the value: no side improved, nothing to refine
+        h = step
+        if direction != 0:
+            h = yield from self._expand(direction, h)
+        yield from self._refine(h / 2.0)
+
+    def run_from(self, direction: int, step: float) -> Program:
+        """Continue along ``direction`` (a probe that way already improved) with ``step``."""
+        h = yield from self._expand(direction, step)
+        yield from self._refine(h / 2.0)
+
+    # ----------------------------------------------------------------- phases
+    def _find_direction(self, step: float, first_side: int) -> Generator[Request, None, int]:
+        """Probe one step to each side, ``first_side`` first: the side that improves, else 0
+        with both sides bracketed."""
+        for side in (first_side, -first_side):
+            if not self._open(side):
+                continue
+            h = self._bounded(step, side)
+            probe = self._neighbour(side, h)
+            if probe == self.center:
+                continue
+            verdict, forced = yield from self._probe(probe)
+            if self._looks_farther(verdict, forced, side, h):
+                # Once: a larger step, at least the one that makes a tie mean something.
+                h = self._bounded(
+                    max(h * self._config.expand, self._config.equal_bracket_step), side
+                )
+                farther = self._neighbour(side, h)
+                if farther not in (probe, self.center):
+                    probe = farther
+                    verdict, forced = yield from self._probe(probe)
+            while (
+                side < 0
+                and (verdict is Verdict.EQUAL or (verdict is Verdict.WORSE and self._forced))
+                and self.tail_floor is not None
+                and probe[self.dim.name] > self.tail_floor
+            ):
+                lower = self._step_from(probe, side, h)
+                if lower == probe:
+                    break
+                probe = lower
+                verdict, forced = yield from self._probe(probe)
+            if verdict is Verdict.EQUAL and self._rules.stay and side < 0:
+                # A knob whose effect is a threshold (a stall limit under the statements'
+                # time) is flat until it is crossed: look once at the end of the safe side.
+                end = {**self.center, self.dim.name: self.dim.low}
+                if end != probe and end != self.center:
+                    verdict, _ = yield from self._probe(end)
+                    if verdict is Verdict.BETTER:
+                        self._climb_to(end, h)
+                        self.high_bound = self._coordinate(probe)
+                        return 0
+            if verdict is Verdict.BETTER:
+                if side > 0 and not self._forced:
+                    self.worse.append(self._coordinate(self.center))
+                self._climb_to(probe, h)
+                return side
+            self._bound(verdict, probe, side, h)
+        return 0
+
+    def _expand(self, direction: int, h: float) -> Generator[Request, None, float]:
+        """Step along ``direction`` while each probe is the new best; the scale of the
+        bracket left (the last step taken, or the one that improved last)."""
+        while True:
+            taken = h
+            h = self._next_step(direction, h)
+            probe = self._neighbour(direction, h)
+            if probe == self.center or not self._open(direction):
+                return h
+            verdict, forced = yield from self._probe(probe)
+            if self._looks_farther(verdict, forced, direction, h):
+                h = self._bounded(max(h * self._config.expand, taken), direction)
+                farther = self._neighbour(direction, h)
+                if farther != probe and farther != self.center:
+                    probe = farther
+                    verdict, forced = yield from self._probe(probe)
+            if verdict is Verdict.BETTER:
+                self._bound_behind(direction)
+                self._climb_to(probe, h)
+            else:
+                self._bound(verdict, probe, direction, h)
+                return max(h, taken)
+
+    def _refine(self, h: float) -> Program:
+        """Halve the step down to ``min_step`` (``secondary_min_step`` for the other knobs:
+        their gains are broad), probing inside the bracket."""
+        cfg = self._config
+        while h >= (cfg.secondary_min_step if self._rules.stay else cfg.min_step):
+            for side in (1, -1):
+                probe = self._probe_inside_bracket(side, h)
+                if probe is None:
+                    continue
+                verdict, _ = yield from self._probe(probe)
+                if verdict is Verdict.BETTER:
+                    self._bound_behind(side)
+                    self._climb_to(probe, h)
+                    break
+                self._bound(verdict, probe, side, h)
+            h /= 2.0
+
+    # ----------------------------------------------------------------- rules
+    def _probe(self, probe: dict[str, int]) -> Generator[Request, None, Comparison]:
+        comparison = yield from self._prober.probe(probe, rules=self._rules)
+        #: Whether the last verdict was forced by the sample cap (it proves nothing, so it
+        #: never bounds the economy walk).
+        self._forced = comparison.forced
+        return comparison
+
+    def _open(self, side: int) -> bool:
+        coordinate = self._coordinate(self.center)
+        margin = self._config.min_step / 2.0
+        if side < 0:
+            return coordinate - margin > self.low_bound
+        return coordinate + margin < self.high_bound
+
+    def _bounded(self, h: float, side: int) -> float:
+        return max(self._config.min_step, min(h, self._prober.max_step(self.dim, side)))
+
+    def _next_step(self, direction: int, h: float) -> float:
+        """Grow the step; for the pool size, while the curve still rises in proportion to
+        the pool, and cap it
+        as the rise fades: on the universal scalability law the elasticity d ln X / d ln N
+        is (1 − r²)/(1 + r²) at r = N / N*, so an elasticity ≥ 0.8 puts the peak ≥ 3× away
+        (a step ×4 is safe), ≥ 0.4 puts it ≥ 1.5× away (×2), and below that the top is near
+        (×1.41). A step past the peak then loses at most what a doubling past it costs."""
+        cfg = self._config
+        grown = min(h * cfg.expand, cfg.max_step)
+        if self._climbed and not self._rules.stay:
+            here, gain, units = self._climbed[-1]
+            elasticity = gain / (units * math.log(2.0))
+            if elasticity < 0.4:
+                grown = min(grown, 0.5)
+            elif elasticity < 0.8:
+                grown = min(grown, 1.0)
+        return self._bounded(grown, direction)
+
+    def _step_from(self, base: Mapping[str, int], side: int, h: float) -> dict[str, int]:
+        """``h`` log2 units from ``base`` towards ``side`` (at least one unit), clipped."""
+        dim = self.dim
+        value = dim.from_unit(dim.to_unit(base[dim.name]) + side * h)
+        if value == base[dim.name]:
+            value = base[dim.name] + side
+        return {**base, dim.name: min(self.high_cap, max(dim.low, value))}
+
+    def _neighbour(self, side: int, h: float) -> dict[str, int]:
+        """``h`` log2 units from the center towards ``side``: at least one unit, inside
+        [low, high_cap]."""
+        dim, base = self.dim, self.center
+        value = dim.from_unit(dim.to_unit(base[dim.name]) + side * h)
+        if value == base[dim.name]:
+            value = base[dim.name] + side
+        moved = dict(base)
+        moved[dim.name] = min(self.high_cap, max(dim.low, value))
+        return moved
+
+    def _coordinate(self, knobs: Mapping[str, int]) -> float:
+        return self.dim.to_unit(knobs[self.dim.name])
+
+    def _looks_farther(self, verdict: Verdict, forced: bool, side: int, h: float) -> bool:
+        """A tie one small step up says little: a small step gains little even on a
+        rising flank (gains that each stay inside ε add up), and a tie the noise forced
+        proves nothing. Look a larger step farther before closing that side."""
+        cfg = self._config
+        reach = cfg.equal_bracket_step * (cfg.expand if forced else 1.0)
+        small = h < reach
+        return (
+            self.look_farther
+            and verdict is Verdict.EQUAL
+            and side > 0
+            and not self._rules.stay
+            and small
+        )
+
+    def _climb_to(self, probe: dict[str, int], h: float) -> None:
+        """Move to a better probe, remembering the way (along the direction of travel); a
+        move on a forced verdict leaves the value unproven (``unproven``)."""
+        self.unproven = self.unproven or self._forced
+        here, there = self._coordinate(self.center), self._coordinate(probe)
+        gain = self._prober.gain(probe, self.center)
+        self._climbed.append((there, gain, abs(there - here) or h))
+        self._prober.top = self.center = probe
+
+    def _bound_behind(self, side: int) -> None:
+        """The center about to be left for a better probe bounds the search behind it (and,
+        below, shown to lose, bounds the economy walk)."""
+        if side > 0:
+            self.low_bound = self._coordinate(self.center)
+            if not self._forced:
+                self.worse.append(self.low_bound)
+        else:
+            self.high_bound = self._coordinate(self.center)
+
+    def _bound(self, verdict: Verdict, probe: Mapping[str, int], side: int, h: float) -> None:
+        """A probe that did not win closes its side. Equal a small step away means no gain
+        that way (the center bounds); worse, or equal a large step away (two flanks of a
+        peak, a plateau vote), and the best may lie between (the probe bounds)."""
+        step = self._config.equal_bracket_step
+        if verdict is Verdict.WORSE and not self._forced:
+            self.worse.append(self._coordinate(probe))
+        if verdict is Verdict.EQUAL and h >= step and not self._forced:
+            self.flat_votes += 1
+        bound = (
+            self._coordinate(self.center)
+            if verdict is Verdict.EQUAL and h <= step
+            else self._coordinate(probe)
+        )
+        if side < 0:
+            self.low_bound = max(self.low_bound, bound)
+        else:
+            self.high_bound = min(self.high_bound, bound)
+
+    def _probe_inside_bracket(self, side: int, h: float) -> dict[str, int] | None:
+        """The refinement probe ``h`` towards ``side``, or None when it falls on or outside
+        the bracket (integer values: a half step may round onto a point bracketed out)."""
+        margin = self._config.min_step / 2.0
+        target = self._coordinate(self.center) + side * h
+        if (side < 0 and target <= self.low_bound + margin) or (
+            side > 0 and target >= self.high_bound - margin
+        ):
+            return None
+        probe = self._neighbour(side, h)
+        if (
+            probe == self.center
+            or self._coordinate(probe) <= self.low_bound + 1e-9
+            or self._coordinate(probe) >= self.high_bound - 1e-9
+        ):
+            return None
+        return probe

@@ -1,0 +1,431 @@
+"""One climb of the pooltune climber: the pool size, then the other knobs, then the size again.
+
+The climb is a generator of measurement requests (a tuple and how many samples to take
+there); the climber applies each request and feeds the samples to :class:`Evidence`
+before asking for the next. A probe is compared with fresh samples of its reference (the
+best tuple measured so far): the reference is measured again when its samples are stale,
+and while the evidence is split the probe and the reference alternate (A/B/A/B), which
+also watches the reference for a workload change during the search. Why this order and
+these guards: docs/climber.md ("Search").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import replace
+
+from agents.climber.base import EventKind, KnobDim, KnobSpace
+from agents.climber.pooltune.config import PooltuneConfig
+from agents.climber.pooltune.economy import EconomyWalk, economy_rules, floor_below
+from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
+from agents.climber.pooltune.line_search import LineSearch, Program, Request
+
+
+class Search:
+    """A climb from the tuple in force; cold, or warm from a recommended start whose
+    ``plausible_range`` sizes the first steps."""
+
+    def __init__(
+        self,
+        config: PooltuneConfig,
+        space: KnobSpace,
+        cpu_count: int,
+        evidence: Evidence,
+        event: Callable[[EventKind, str], None],
+        *,
+        start: Mapping[str, int],
+        cold: bool,
+        plausible_range: Mapping[str, tuple[int, int]],
+    ) -> None:
+        self._config = config
+        self._space = space
+        self._cpu_count = cpu_count
+        self._evidence = evidence
+        self._event = event
+        self._range = plausible_range
+        self._warm = not cold
+        #: The start was recommended (the service's model aims at the smallest size near
+        #: the best already).
+        self._recommended = not cold
+        #: The best tuple measured so far (the chosen one once the climb is over).
+        self.top = dict(start)
+        #: The tuple last requested: in force while its samples come in.
+        self.in_force = dict(start)
+        #: Searching the pool size (else another knob).
+        self.searching_size = True
+        #: Connections at the climb's first measured sample: the pool size's ceiling.
+        self.connections: float | None = None
+        #: Why the climb must start again (the reference moved during the search), if so.
+        self.changed: str | None = None
+        #: The tuple being probed while its samples come in (the climber rolls back from it
+        #: when it collapses); None while a known tuple is measured.
+        self.probing: dict[str, int] | None = None
+        self._start = dict(start)
+        self._start_level: float | None = None
+        self._aborted = False
+        #: Tuples whose probe collapsed once (a second collapse makes them lose).
+        self._collapsed: set[tuple[tuple[str, int], ...]] = set()
+        self._program = self._climb(cold=cold)
+
+    def next_request(self) -> Request | None:
+        """The next tuple to apply and how many samples it needs; None once the climb is
+        over (``top`` is then in force). Check :attr:`changed` after each call."""
+        try:
+            target, count = next(self._program)
+        except StopIteration:
+            return None
+        self.in_force = self._space.clip(target)
+        return dict(self.in_force), count
+
+    def note_connections(self, connections: int) -> None:
+        if self.connections is None:
+            self.connections = float(connections)
+
+    def abort(self) -> None:
+        """The probe in force collapsed: the climber rolled back; the probe loses."""
+        self._aborted = True
+
+    # ----------------------------------------------------------------- program
+    def _climb(self, *, cold: bool) -> Program:
+        size = self._space.size
+        yield from self._fresh(self.top)
+        self._start_level = self._level(self.top)
+        line = yield from self._locate_size(
+            self._initial_step(size, self.top[size.name], cold=cold)
+        )
+        if self._config.tune_secondary and len(self._space.dims) > 1:
+            self.searching_size = False
+            moved = False
+            for dim in self._space.dims[1:]:
+                before = self.top[dim.name]
+                yield from self._secondary_search(dim, self._initial_step(dim, before, cold=cold))
+                moved = moved or self.top[dim.name] != before
+            self.searching_size = True
+            if moved:
+                line = yield from self._locate_size(2 * self._config.min_step)
+        # Thread economy last: it saves threads, the other knobs may gain throughput.
+        yield from self._economy(line)
+        if self.in_force != self.top:
+            yield (dict(self.top), self._config.min_samples)
+
+    def _initial_step(self, dim: KnobDim, value: int, *, cold: bool) -> float:
+        """The first step (log2): large far above the cores, the plausible range's width
+        over ``range_steps`` when warm, else the configured one."""
+        cfg = self._config
+        if dim is self._space.size and cold and value >= 8 * self._cpu_count:
+            # Far above the cores: the flat tail of a falling curve looks like a plateau
+            # at small steps, so the first steps are large.
+            return max(cfg.initial_step, 1.5)
+        if not cold and dim.name in self._range:
+            low, high = self._range[dim.name]
+            span = dim.to_unit(max(high, 1)) - dim.to_unit(max(low, 1))
+            return min(cfg.max_step, max(cfg.min_step, span / cfg.range_steps))
+        return cfg.initial_step if dim is self._space.size else cfg.secondary_step
+
+    def _locate_size(self, step: float) -> Generator[Request, None, LineSearch]:
+        """Locate the best pool size (``top``); the line search, for the economy walk."""
+        dim = self._space.size
+        yield from self._fresh(self.top)
+        high_cap = self._size_ceiling(dim)
+        if self.top[dim.name] > high_cap:
+            self.top = {**self.top, dim.name: high_cap}
+            self._event(EventKind.GUARD, f"{dim.name} cut to {high_cap}: connections")
+            yield from self._visit_reference(self.top)
+        line = LineSearch(
+            self,
+            self._config,
+            dim,
+            high_cap=high_cap,
+            rules=Rules(gain_only=True),
+            look_farther=not self._warm,
+            tail_floor=(
+                dim.low if not self._warm and self.top[dim.name] >= 8 * self._cpu_count else None
+            ),
+        )
+        if self._warm:
+            self._warm = False
+            yield from self._verify_warm_start(line, step)
+        else:
+            # Over-provisioned pools are checked downwards first.
+            first_side = -1 if self.top[dim.name] > 2 * self._cpu_count else 1
+            yield from line.run(step, first_side)
+        self.top = dict(line.center)
+        return line
+
+    def _economy(self, line: LineSearch) -> Program:
+        """Walk down from the best size to the smallest that ties with it, if the noise lets
+        a probe show a tie within its samples at all (else the walk could only cost). On a
+        plateau (a tie a large step away) a smaller pool may lose up to economy_epsilon;
+        near a peak, ε, and only from a cold start (a recommended one already aims at the
+        smallest size near the best)."""
+        dim = self._space.size
+        cfg = self._config
+        tolerance = cfg.economy_epsilon if line.flat_votes else cfg.epsilon
+        capped = self._evidence.noise() * math.sqrt(2.0 / cfg.economy_samples)
+        if cfg.tie_z * capped >= tolerance or (self._recommended and not line.flat_votes):
+            return
+        yield from self._fresh(self.top)
+        center = dim.to_unit(self.top[dim.name])
+        floor = floor_below(line.worse, center)
+        walk = EconomyWalk(
+            self,
+            cfg,
+            dim,
+            floor=floor,
+            cpu_count=self._cpu_count,
+            tolerance=tolerance,
+        )
+        # Bisect down to the nearest size known to lose (a whole step if none is known).
+        yield from walk.run(min(1.0, (center - floor) / 2.0))
+        self.top = dict(walk.chosen)
+
+    def _verify_warm_start(self, line: LineSearch, step: float) -> Program:
+        """A recommendation is a prior, not a fence: first compare the start with a clearly
+        smaller size (half, as far as a probe may go), quickly (a loss is not worth
+        measuring long: the economy walk looks for ties later); better there and the search
+        runs down from it, otherwise the range holds."""
+        dim = self._space.size
+        start = self.top[dim.name]
+        if start <= dim.low:
+            yield from line.run(step, 1)
+            return
+        h = min(1.0, self.max_step(dim, -1))
+        smaller = {**self.top, dim.name: min(start - 1, dim.from_unit(dim.to_unit(start) - h))}
+        rules = replace(
+            economy_rules(self._config, smaller, dim, self._cpu_count),
+            max_samples=None,
+            visit_samples=None,
+            gain_only=True,
+        )
+        verdict, forced = yield from self.probe(smaller, rules=rules)
+        if verdict is Verdict.BETTER and not forced:
+            line.high_bound = dim.to_unit(start)
+            line.center = dict(smaller)
+            self.top = dict(smaller)
+            yield from line.run_from(-1, 1.0)
+            return
+        if verdict is Verdict.WORSE and not forced:
+            line.worse.append(dim.to_unit(smaller[dim.name]))
+        line.low_bound = dim.to_unit(smaller[dim.name])
+        yield from line.run(step, 1)
+
+    def _secondary_search(self, dim: KnobDim, step: float) -> Program:
+        """Search another knob (ties keep the value). Its first gain is re-tested before the
+        search builds on it, and a value other than the default is kept only if a fresh
+        A/B/A re-test against the default shows the gain."""
+        yield from self._fresh(self.top)
+        line = LineSearch(
+            self, self._config, dim, high_cap=dim.high, rules=Rules(stay=True, gain_only=True)
+        )
+        # Downwards first: a longer stall limit keeps a stalled group blocked longer and more
+        # oversubscription lets more threads fight for the cores; the risky side comes
+        # second, and only if the first did not improve.
+        yield from line.run(step, -1)
+        self.top = dict(line.center)
+        default = {**self.top, dim.name: dim.default}
+        # Each later move was a proven gain over a value whose gain over the default was
+        # re-tested, so the default is beaten beyond the noise: no second re-test needed.
+        proven = line.confirmed is not None and line.confirmed[0] == default and not line.unproven
+        if self.top != default and not proven:
+            kept = yield from self.confirm(dim, default, self.top)
+            if not kept:
+                self.top = default
+        if self.in_force != self.top:
+            yield (dict(self.top), self._config.min_samples)
+
+    def confirm(
+        self, dim: KnobDim, before: dict[str, int], after: dict[str, int]
+    ) -> Generator[Request, None, bool]:
+        """A/B/A on fresh samples: ``after`` beats ``before`` beyond the noise and ε (a
+        GUARD event says when it does not)."""
+        cfg = self._config
+        since = self._evidence.now
+        for knobs in (before, after, before):
+            yield (dict(knobs), cfg.visit_samples)
+        while True:
+            comparison = self._evidence.compare(
+                self._evidence.readings(before, since=since),
+                self._evidence.readings(after, since=since),
+                final=False,
+                rules=Rules(stay=True, z=cfg.confirm_z),
+            )
+            if comparison.verdict is Verdict.BETTER:
+                return True
+            if (
+                comparison.verdict is Verdict.WORSE
+                or len(self._evidence.since(after, since)) >= cfg.confirm_samples
+            ):
+                self._event(
+                    EventKind.GUARD,
+                    f"{dim.name}={after[dim.name]} not confirmed by a re-test: back to "
+                    f"{before[dim.name]}",
+                )
+                return False
+            yield (dict(after), cfg.visit_samples)
+            yield (dict(before), cfg.visit_samples)
+
+    def _size_ceiling(self, dim: KnobDim) -> int:
+        """More groups than connections cannot help; connections land in groups by their id
+        modulo the size, so twice the connections leaves room for ids that are not
+        consecutive."""
+        if not self.connections:
+            return dim.high
+        return max(dim.low, min(dim.high, max(self._cpu_count, 2 * int(self.connections))))
+
+    # ----------------------------------------------------------------- reference
+    def _level(self, knobs: Mapping[str, int]) -> float | None:
+        recent = self._evidence.recent(knobs)
+        return self._evidence.location(recent) if recent else None
+
+    def _fresh(self, reference: Mapping[str, int]) -> Program:
+        """Measure ``reference`` again when its samples are too few or too old."""
+        cfg = self._config
+        last = self._evidence.last_seen(reference)
+        if (
+            last is None
+            or self._evidence.now - last > cfg.fresh_steps
+            or len(self._evidence.recent(reference)) < cfg.min_samples
+        ):
+            yield from self._visit_reference(reference)
+
+    def _visit_reference(self, reference: Mapping[str, int]) -> Program:
+        """Measure ``reference``; if it moved from its earlier visits beyond the noise, the
+        workload changed and the climb must start again."""
+        yield (dict(reference), self._config.min_samples)
+        self._note_move(reference)
+
+    def _note_move(self, knobs: Mapping[str, int]) -> None:
+        moved = self._evidence.moved(knobs)
+        if moved is not None and self.changed is None:
+            self.changed = moved
+
+    def max_step(self, dim: KnobDim, side: int) -> float:
+        """The largest step from ``top``: below, one whose worst case (throughput falling in
+        proportion to the pool, the most fewer threads can cost) keeps the probe above
+        ``1 − max_probe_loss`` of the start's level."""
+        cfg = self._config
+        if dim is not self._space.size or side > 0 or self._start_level is None:
+            return cfg.max_step
+        top_level = self._level(self.top)
+        if top_level is None:
+            return cfg.max_step
+        allowed = (top_level - self._start_level - math.log1p(-cfg.max_probe_loss)) / math.log(2)
+        return max(cfg.min_step, min(cfg.max_step, allowed))
+
+    def gain(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
+        there, here = self._level(knobs), self._level(reference)
+        return there - here if there is not None and here is not None else 0.0
+
+    # ----------------------------------------------------------------- probe
+    def probe(
+        self, knobs: dict[str, int], *, rules: Rules, reference: dict[str, int] | None = None
+    ) -> Generator[Request, None, Comparison]:
+        """Measure ``knobs`` until the test tells it from ``reference`` (default ``top``) or
+        the sample cap forces a verdict; split evidence alternates probe and reference."""
+        cfg = self._config
+        reference = dict(reference or self.top)
+        yield from self._fresh(reference)
+        if self.changed is not None:
+            return Comparison(Verdict.UNSURE)
+        if knobs == reference:
+            return Comparison(Verdict.EQUAL)
+        if self._cpu_bound_below_cores(knobs, reference):
+            return Comparison(Verdict.WORSE)
+        self.probing = dict(knobs)
+        probed_from = self._evidence.now
+        yield (knobs, cfg.min_samples)
+        in_visit = cfg.min_samples
+        # A probe measured earlier in the climb is a second witness of a workload change.
+        self._note_move(knobs)
+        first_visit = True
+        while True:
+            if self._aborted:
+                self._aborted = False
+                self.probing = None
+                yield from self._visit_reference(reference)
+                key = tuple(sorted(knobs.items()))
+                if (
+                    key in self._collapsed
+                    or self.changed is not None
+                    or not self._evidence.stalls_seen()
+                ):
+                    return Comparison(Verdict.WORSE)
+                # On a server seen to stall, two stalls in a row look like a collapse: one
+                # more look decides.
+                self._collapsed.add(key)
+                self.probing = dict(knobs)
+                yield (knobs, cfg.min_samples)
+                in_visit = cfg.min_samples
+            samples = self._evidence.recent(knobs)
+            taken = max(len(samples), len(self._evidence.since(knobs, probed_from)))
+            comparison = self._evidence.compare(
+                self._evidence.readings(reference),
+                self._evidence.readings(knobs),
+                final=taken >= (rules.max_samples or cfg.max_samples),
+                rules=rules,
+            )
+            if comparison.verdict is not Verdict.UNSURE and self._plausible(
+                knobs, reference, probed_from
+            ):
+                self.probing = None
+                return comparison
+            if rules.gain_only and comparison.verdict is Verdict.UNSURE and first_visit:
+                # No gain even without the probe's lowest sample (a stall never stops it).
+                if self._evidence.no_gain(reference, knobs):
+                    self.probing = None
+                    return Comparison(Verdict.EQUAL, forced=True)
+            if comparison.verdict is not Verdict.UNSURE or in_visit >= (
+                rules.visit_samples or cfg.visit_samples
+            ):
+                first_visit = False
+                self.probing = None
+                yield from self._visit_reference(reference)
+                if self.changed is not None:
+                    return Comparison(Verdict.UNSURE)
+                self.probing = dict(knobs)
+                yield (knobs, cfg.min_samples)
+                in_visit = cfg.min_samples
+            else:
+                yield (knobs, 1)
+                in_visit += 1
+
+    def _plausible(
+        self, knobs: Mapping[str, int], reference: Mapping[str, int], probed_from: int
+    ) -> bool:
+        """A pool c times larger or smaller changes throughput by at most c (a group runs
+        about one thread; on the scalability law's falling tail throughput is at best
+        inversely proportional): a larger difference, unless the reference was measured
+        again since the probe began, is the workload changing between the two, so the
+        reference is measured again first (which also watches it for the change)."""
+        size = self._space.size
+        if knobs.get(size.name) == reference.get(size.name):
+            return True
+        last = self._evidence.last_seen(reference)
+        if last is not None and last > probed_from:
+            return True
+        units = abs(size.to_unit(knobs[size.name]) - size.to_unit(reference[size.name]))
+        difference, stderr = self._evidence.difference(reference, knobs)
+        return abs(difference) <= units * math.log(2.0) + self._config.z * stderr
+
+    def _cpu_bound_below_cores(
+        self, probe: Mapping[str, int], reference: Mapping[str, int]
+    ) -> bool:
+        """The probe has fewer groups than cores, and fewer than the cores the server uses
+        at ``reference`` (with ``cpu_cap_margin``): it would cap the server's CPU and can
+        only lose (GUARD event, not probed)."""
+        size = self._space.size.name
+        margin = self._config.cpu_cap_margin
+        probe_size = probe.get(size, 0)
+        if margin <= 0 or probe_size >= min(self._cpu_count, reference.get(size, 0)):
+            return False
+        used = self._evidence.cpu_used(reference)
+        if used < margin * probe_size:
+            return False
+        self._event(
+            EventKind.GUARD,
+            f"{size}={probe_size} not probed: the server uses {used:.1f} of "
+            f"{self._cpu_count} cores at {reference[size]}, more than {probe_size} groups can "
+            "run",
+        )
+        return True

@@ -1,0 +1,219 @@
+"""A measured curve: the samples of a sweep, one point per value, and the noise test.
+
+The statistics here are plain arithmetic on throughput samples, so anything that measures
+a curve by interleaved visits (the sweep, a benchmark's own observer) can use them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from agents.knobs import Engine
+from agents.sweep.plan import SweepPlan
+from agents.wire import WorkloadProfile
+
+#: The knee is the smallest value reaching this share of the best mean.
+KNEE_SHARE = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSample:
+    """One sampling interval of one visit."""
+
+    value: int
+    repeat: int
+    #: Index of the sample within its visit (0 = right after the change).
+    index: int
+    #: Seconds since the sweep started (end of the interval).
+    t_s: float
+    duration_s: float
+    throughput: float
+    latency_ms: float | None
+    discarded: bool
+    #: CPU use in cores over the interval: the server, the load generator, everything else.
+    server_cpu: float | None = None
+    load_cpu: float | None = None
+    other_cpu: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """The kept samples of one value, over all its visits."""
+
+    value: int
+    samples: tuple[float, ...]
+    latencies_ms: tuple[float, ...] = ()
+    visit_means: tuple[float, ...] = ()
+    other_cpu: float | None = None
+    server_cpu: float | None = None
+    load_cpu: float | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.samples)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.samples) if self.samples else math.nan
+
+    @property
+    def std(self) -> float:
+        return statistics.stdev(self.samples) if len(self.samples) > 1 else math.nan
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation of the samples (std / mean)."""
+        mean = self.mean
+        if len(self.samples) < 2 or not mean > 0:
+            return math.nan
+        return self.std / mean
+
+    @property
+    def sem(self) -> float:
+        """Standard error of the mean (std / √n)."""
+        return self.std / math.sqrt(self.count) if self.count > 1 else math.nan
+
+    @property
+    def latency_ms(self) -> float | None:
+        return statistics.fmean(self.latencies_ms) if self.latencies_ms else None
+
+
+def _median_or_nan(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return statistics.median(finite) if finite else math.nan
+
+
+def knee_value(points: Sequence[Point], share: float = KNEE_SHARE) -> int | None:
+    """The smallest value whose mean reaches ``share`` of the best mean."""
+    measured = [p for p in points if p.count]
+    if not measured:
+        return None
+    best = max(p.mean for p in measured)
+    return min(p.value for p in measured if p.mean >= share * best)
+
+
+def best_value(points: Sequence[Point]) -> int | None:
+    """The value with the highest mean (ties: the smallest value)."""
+    measured = [p for p in points if p.count]
+    if not measured:
+        return None
+    return min(measured, key=lambda p: (-p.mean, p.value)).value
+
+
+def noise_level(points: Sequence[Point]) -> float:
+    """The median coefficient of variation of a point's samples."""
+    return _median_or_nan([p.cv for p in points if p.count > 1])
+
+
+#: Two means differ beyond the noise when they are more than this many standard errors
+#: of their difference apart.
+NOISE_Z = 2.0
+
+
+def within_noise(point: Point, reference: Point, *, z: float = NOISE_Z) -> bool:
+    """Whether ``point``'s mean is not below ``reference``'s by more than the noise:
+    ``reference.mean − point.mean ≤ z × √(sem_point² + sem_reference²)``."""
+    if not point.count or not reference.count:
+        return False
+    sem_a = point.sem if math.isfinite(point.sem) else 0.0
+    sem_b = reference.sem if math.isfinite(reference.sem) else 0.0
+    return reference.mean - point.mean <= z * math.hypot(sem_a, sem_b)
+
+
+def smallest_within_noise(points: Sequence[Point], *, z: float = NOISE_Z) -> int | None:
+    """The smallest value whose mean is within the noise of the best mean (see
+    :func:`within_noise`). On a flat top this prefers the cheaper value rather than the
+    one the noise happened to favour."""
+    measured = [p for p in points if p.count]
+    if not measured:
+        return None
+    best = max(measured, key=lambda p: (p.mean, -p.value))
+    return min(p.value for p in measured if within_noise(p, best, z=z))
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """A measured curve: one point per value, every sample, and the workload profile."""
+
+    engine: Engine
+    plan: SweepPlan
+    original_tuple: dict[str, int]
+    points: tuple[Point, ...]
+    samples: tuple[SweepSample, ...]
+    started_at: datetime
+    finished_at: datetime
+    #: Over the whole sweep (every snapshot, all values).
+    profile: WorkloadProfile | None = None
+    #: At the original tuple, before the first change (``plan.baseline_s`` > 0).
+    baseline_profile: WorkloadProfile | None = None
+    restored: Mapping[str, int | None] | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def knob(self) -> str:
+        return self.plan.knob
+
+    @property
+    def best_value(self) -> int | None:
+        return best_value(self.points)
+
+    @property
+    def best_mean(self) -> float:
+        best = self.best_value
+        return self.point(best).mean if best is not None else math.nan
+
+    @property
+    def knee(self) -> int | None:
+        return knee_value(self.points)
+
+    @property
+    def noise(self) -> float:
+        return noise_level(self.points)
+
+    @property
+    def best_within_noise(self) -> int | None:
+        return smallest_within_noise(self.points)
+
+    def point(self, value: int) -> Point:
+        for candidate in self.points:
+            if candidate.value == value:
+                return candidate
+        raise KeyError(value)
+
+    @property
+    def other_cpu(self) -> float | None:
+        """Mean CPU use (cores) of processes other than the server and the load."""
+        values = [s.other_cpu for s in self.samples if s.other_cpu is not None]
+        return statistics.fmean(values) if values else None
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def curve_points(values: Sequence[int], samples: Sequence[SweepSample]) -> tuple[Point, ...]:
+    """One point per value of the grid, from the samples that were not discarded."""
+    points = []
+    for value in values:
+        mine = [s for s in samples if s.value == value and not s.discarded]
+        visit_means = []
+        for repeat in sorted({s.repeat for s in mine}):
+            visit = [s.throughput for s in mine if s.repeat == repeat]
+            visit_means.append(statistics.fmean(visit))
+        points.append(
+            Point(
+                value=value,
+                samples=tuple(s.throughput for s in mine),
+                latencies_ms=tuple(s.latency_ms for s in mine if s.latency_ms is not None),
+                visit_means=tuple(visit_means),
+                other_cpu=_mean_or_none([s.other_cpu for s in mine]),
+                server_cpu=_mean_or_none([s.server_cpu for s in mine]),
+                load_cpu=_mean_or_none([s.load_cpu for s in mine]),
+            )
+        )
+    return tuple(points)
