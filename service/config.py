@@ -36,12 +36,48 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     db_pool_size: int = Field(default=20, ge=1)
     db_max_overflow: int = Field(default=20, ge=0)
-    db_wait_timeout_s: float = Field(default=60.0, ge=0.0)
+    db_wait_timeout_s: float = Field(
+        default=60.0, ge=0.0, description="How long `serve` waits for the database at start-up."
+    )
+    # Timeouts: a database that is down or frozen costs a request a few seconds and a 503,
+    # never a hung worker. See docs/service.md.
+    db_connect_timeout_s: int = Field(
+        default=3, ge=2, le=600, description="Connecting, handshake included (libpq's minimum: 2)."
+    )
+    db_statement_timeout_s: float = Field(
+        default=5.0,
+        gt=0.0,
+        le=3600.0,
+        description="Server-side statement_timeout; the client also gives up on any answer "
+        "that takes longer than this plus db_io_grace_s (a frozen server sends nothing).",
+    )
+    db_io_grace_s: float = Field(default=1.0, gt=0.0, le=60.0)
+    db_pool_timeout_s: float = Field(
+        default=3.0, gt=0.0, le=600.0, description="Waiting for a free pooled connection."
+    )
+    db_retry_after_s: int = Field(
+        default=5, ge=1, le=3600, description="Retry-After of a 503 database_unavailable."
+    )
+    readyz_timeout_s: float = Field(
+        default=2.0, gt=0.0, le=60.0, description="/readyz answers 503 past this."
+    )
+    #: How long an agent's previous token keeps working after a rotation (unless the new one
+    #: is used first), so a rotation whose answer was lost can be retried.
+    token_rotation_overlap_s: float = Field(default=600.0, ge=0.0, le=7 * 24 * 3600.0)
     enrollment_token_ttl_hours: float = Field(default=24.0, gt=0.0)
     log_level: str = "INFO"
     #: pickle-based model artifacts run code on load. The trainer's artifacts are JSON, so
     #: pickle stays off unless a deployment trusts every writer of the registry.
     allow_pickle_models: bool = False
+    #: The console's session cookies are signed with a key derived from this secret and the
+    #: admin token (docs/console.md). Unset: one random secret kept in the database.
+    console_secret: SecretStr | None = None
+    console_session_hours: float = Field(default=12.0, gt=0.0, le=24.0 * 30)
+    #: Mark the session cookie Secure even on plain HTTP (TLS ends at a proxy that does not
+    #: forward the scheme); behind TLS seen by the service it is Secure anyway.
+    console_secure_cookies: bool = False
+    #: How long a pending approval waits for an admin before it expires ("do nothing").
+    approval_ttl_hours: float = Field(default=24.0, gt=0.0, le=24.0 * 30)
 
     @model_validator(mode="after")
     def _no_placeholder_secrets(self) -> Self:
@@ -56,6 +92,11 @@ class Settings(BaseSettings):
                 f"or run with POOLTUNE_ENVIRONMENT=development"
             )
         return self
+
+    @property
+    def db_io_timeout_s(self) -> float:
+        """The client-side deadline of one exchange with the database."""
+        return self.db_statement_timeout_s + self.db_io_grace_s
 
     @property
     def is_sqlite(self) -> bool:

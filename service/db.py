@@ -10,7 +10,7 @@ from fastapi import Depends, Request
 from sqlalchemy import BigInteger, DateTime, Dialect, Integer, MetaData, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 from sqlalchemy.types import TypeDecorator
 
 from service.config import Settings
@@ -56,13 +56,23 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def build_engine(settings: Settings) -> Engine:
-    """The engine for ``settings.database_url``; SQLite gets foreign keys and a busy timeout."""
+def build_engine(settings: Settings, *, io_timeout_s: float | None = None) -> Engine:
+    """The engine for ``settings.database_url``; SQLite gets foreign keys and a busy timeout.
+
+    On PostgreSQL every wait has a bound (docs/service.md): connecting
+    (``db_connect_timeout_s``), a free pooled connection (``db_pool_timeout_s``), each
+    statement on the server (``db_statement_timeout_s``) and, because a frozen server or
+    network sends nothing at all, each exchange on the client (``io_timeout_s``, by default
+    :attr:`Settings.db_io_timeout_s`). ``io_timeout_s`` also marks a probe engine (readiness):
+    no pool, so every check connects afresh.
+    """
     url = settings.database_url
     if url.startswith("sqlite"):
         kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         if url in ("sqlite://", "sqlite:///:memory:"):
             kwargs["poolclass"] = StaticPool
+        elif io_timeout_s is not None:
+            kwargs["poolclass"] = NullPool
         engine = create_engine(url, **kwargs)
 
         @event.listens_for(engine, "connect")
@@ -73,13 +83,22 @@ def build_engine(settings: Settings) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(
-        url,
-        pool_size=settings.db_pool_size,
-        max_overflow=settings.db_max_overflow,
-        pool_pre_ping=True,
-        pool_timeout=30,
-    )
+    from service.db_deadline import deadline_connect_args, use_deadline_connections
+
+    connect_args = deadline_connect_args(settings)
+    if io_timeout_s is not None:
+        engine = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+    else:
+        engine = create_engine(
+            url,
+            connect_args=connect_args,
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow,
+            pool_pre_ping=True,
+            pool_timeout=settings.db_pool_timeout_s,
+        )
+    use_deadline_connections(engine, io_timeout_s or settings.db_io_timeout_s)
+    return engine
 
 
 def build_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Generic, TypeVar
 from fastapi import Depends, Query
 from pydantic import BaseModel, Field
 
+from agents.wire import INT32_MAX
+
 MAX_PAGE_SIZE = 200
 
 ItemT = TypeVar("ItemT")
@@ -27,7 +29,7 @@ def page_params(
         int, Query(ge=1, le=MAX_PAGE_SIZE, description="Items per page.", examples=[50])
     ] = 50,
     offset: Annotated[
-        int, Query(ge=0, le=2**31 - 1, description="Items to skip.", examples=[0])
+        int, Query(ge=0, le=INT32_MAX, description="Items to skip.", examples=[0])
     ] = 0,
 ) -> PageParams:
     return PageParams(limit=limit, offset=offset)

@@ -5,6 +5,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from agents.wire import HOSTNAME_MAX_LENGTH
+from service.auth.schemas import ENROLLMENT_DESCRIPTION_MAX_LENGTH
 from service.db import Base, UTCDateTime, utcnow
 
 
@@ -15,7 +17,9 @@ class EnrollmentToken(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    description: Mapped[str] = mapped_column(String(200), default="")
+    description: Mapped[str] = mapped_column(String(ENROLLMENT_DESCRIPTION_MAX_LENGTH), default="")
+    #: When set, the token enrols only this hostname, and may re-enrol it (docs/service.md).
+    hostname: Mapped[str | None] = mapped_column(String(HOSTNAME_MAX_LENGTH), nullable=True)
     max_uses: Mapped[int] = mapped_column(Integer, default=1)
     uses: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -36,6 +40,10 @@ class Agent(Base):
     #: sha256 of the bearer token; the token itself is shown once, at enrolment or rotation.
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     token_prefix: Mapped[str] = mapped_column(String(16))
+    #: The token before the last rotation: still accepted until ``previous_token_expires_at``
+    #: or until the new token is first used, so a rotation whose answer was lost can be retried.
+    previous_token_hash: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
+    previous_token_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     rotated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

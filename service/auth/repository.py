@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.auth.models import Agent, EnrollmentToken
@@ -12,13 +13,42 @@ class AuthRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def get_agent(self, agent_id: int) -> Agent | None:
-        return self.session.get(Agent, agent_id)
+    def get_agent(self, agent_id: int, *, for_update: bool = False) -> Agent | None:
+        if not for_update:
+            return self.session.get(Agent, agent_id)
+        # FOR UPDATE serialises rotations of one agent; populate_existing re-reads a row the
+        # session already holds (authentication loaded it before the lock was taken).
+        return self.session.scalars(
+            select(Agent)
+            .where(Agent.id == agent_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        ).one_or_none()
 
     def get_agent_by_token_hash(self, token_hash: str) -> Agent | None:
+        """The agent whose current or previous token has this hash."""
         return self.session.scalars(
-            select(Agent).where(Agent.token_hash == token_hash)
+            select(Agent).where(
+                or_(Agent.token_hash == token_hash, Agent.previous_token_hash == token_hash)
+            )
         ).one_or_none()
+
+    def end_rotation_overlap(self, agent_id: int, token_hash: str) -> None:
+        """The new token was used: the previous one stops working now."""
+        self.session.execute(
+            update(Agent)
+            .where(Agent.id == agent_id, Agent.token_hash == token_hash)
+            .values(previous_token_hash=None, previous_token_expires_at=None)
+            .execution_options(synchronize_session=False)
+        )
+
+    def revoke_host_agents(self, host_id: int, *, at: datetime) -> None:
+        self.session.execute(
+            update(Agent)
+            .where(Agent.host_id == host_id, Agent.revoked_at.is_(None))
+            .values(revoked_at=at)
+            .execution_options(synchronize_session=False)
+        )
 
     def get_enrollment_token(self, token_id: int) -> EnrollmentToken | None:
         return self.session.get(EnrollmentToken, token_id)

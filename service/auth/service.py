@@ -1,11 +1,14 @@
-"""Enrolment, agent tokens (hashed, revocable, rotatable) and token checks."""
+"""Enrolment, agent tokens (hashed, revocable, rotatable) and token checks.
+
+The enrolment policy and the rotation overlap are explained in docs/service.md.
+"""
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -14,7 +17,7 @@ from service.auth.models import Agent, EnrollmentToken
 from service.auth.repository import AuthRepository
 from service.auth.tokens import AGENT_TOKEN_PREFIX, ENROLLMENT_TOKEN_PREFIX, hash_token, new_token
 from service.db import utcnow
-from service.errors import ForbiddenError, NotFoundError, UnauthorizedError
+from service.errors import ConflictError, ForbiddenError, NotFoundError, UnauthorizedError
 from service.hosts import service as host_service
 
 
@@ -25,9 +28,19 @@ class Principal:
     is_admin: bool
     agent_id: int | None = None
     host_id: int | None = None
+    #: The hash of the agent token the caller presented (a rotation needs to know which).
+    token_hash: str | None = None
 
 
 ADMIN = Principal(is_admin=True)
+
+
+def _previous_token_valid(agent: Agent, now: datetime) -> bool:
+    return (
+        agent.previous_token_hash is not None
+        and agent.previous_token_expires_at is not None
+        and agent.previous_token_expires_at > now
+    )
 
 
 def authenticate(session: Session, token: str | None, *, admin_token: str) -> Principal:
@@ -36,21 +49,38 @@ def authenticate(session: Session, token: str | None, *, admin_token: str) -> Pr
     if hmac.compare_digest(token.encode(), admin_token.encode()):
         return ADMIN
     if token.startswith(AGENT_TOKEN_PREFIX):
-        agent = AuthRepository(session).get_agent_by_token_hash(hash_token(token))
+        digest = hash_token(token)
+        repository = AuthRepository(session)
+        agent = repository.get_agent_by_token_hash(digest)
         if agent is not None:
             if agent.revoked_at is not None:
                 raise UnauthorizedError("this agent token was revoked")
-            return Principal(is_admin=False, agent_id=agent.id, host_id=agent.host_id)
+            if agent.token_hash == digest:
+                if agent.previous_token_hash is not None:
+                    repository.end_rotation_overlap(agent.id, digest)
+            elif not _previous_token_valid(agent, utcnow()):
+                raise UnauthorizedError(
+                    "this agent token was replaced by a rotation; use the new token"
+                )
+            return Principal(
+                is_admin=False, agent_id=agent.id, host_id=agent.host_id, token_hash=digest
+            )
     raise UnauthorizedError("invalid token")
 
 
 def create_enrollment_token(
-    session: Session, *, description: str, max_uses: int, ttl_hours: float
+    session: Session,
+    *,
+    description: str,
+    max_uses: int,
+    ttl_hours: float,
+    hostname: str | None = None,
 ) -> tuple[EnrollmentToken, str]:
     token = new_token(ENROLLMENT_TOKEN_PREFIX)
     enrollment = EnrollmentToken(
         token_hash=hash_token(token),
         description=description,
+        hostname=hostname,
         max_uses=max_uses,
         uses=0,
         created_at=utcnow(),
@@ -71,7 +101,12 @@ def revoke_enrollment_token(session: Session, token_id: int) -> EnrollmentToken:
 
 
 def enroll_agent(session: Session, *, enrollment_token: str, host: HostFacts) -> tuple[Agent, str]:
-    """Spend one use of ``enrollment_token`` and create an agent for ``host``."""
+    """Spend one use of ``enrollment_token`` and create an agent for ``host``.
+
+    A host that is already enrolled is taken over only with a token scoped to its hostname
+    (an admin's decision); its previous agents are then revoked. Any other token enrols new
+    hosts only, so a leaked fleet token cannot take an existing host over.
+    """
     repository = AuthRepository(session)
     enrollment = repository.get_enrollment_token_by_hash(hash_token(enrollment_token))
     if enrollment is None:
@@ -82,8 +117,20 @@ def enroll_agent(session: Session, *, enrollment_token: str, host: HostFacts) ->
         raise UnauthorizedError("this enrollment token has expired; ask for a new one")
     if enrollment.uses >= enrollment.max_uses:
         raise UnauthorizedError("this enrollment token has been used up")
+    if enrollment.hostname is not None and enrollment.hostname != host.hostname:
+        raise ForbiddenError(
+            f"this enrollment token enrols only {enrollment.hostname!r}, not {host.hostname!r}"
+        )
+    host_row, created = host_service.enroll_host(session, host)
+    if not created:
+        if enrollment.hostname is None:
+            raise ConflictError(
+                f"host {host.hostname!r} ({host.engine.value}) is already enrolled; to enrol "
+                "it again, an admin creates an enrollment token scoped to this hostname "
+                '(POST /v1/enrollment-tokens with "hostname")'
+            )
+        repository.revoke_host_agents(host_row.id, at=utcnow())
     enrollment.uses += 1
-    host_row = host_service.upsert_host(session, host)
     token = new_token(AGENT_TOKEN_PREFIX)
     agent = Agent(
         host_id=host_row.id,
@@ -112,18 +159,37 @@ def revoke_agent(session: Session, agent_id: int) -> Agent:
 
 
 def rotate_agent_token(
-    session: Session, agent_id: int, *, principal: Principal
+    session: Session, agent_id: int, *, principal: Principal, overlap: timedelta
 ) -> tuple[Agent, str]:
-    """A new token for the agent; the old one stops working at once."""
+    """A new token for the agent, safe to retry; the token the agent holds keeps working
+    for ``overlap`` or until the new one is first used.
+
+    Serialised per agent (the row is locked). "Previous" is always the last token known to
+    be in the agent's hands: rotating while a rotation's token has not been used yet (its
+    answer was lost, or a concurrent rotation won) replaces that unused token and keeps the
+    previous one, so concurrent rotations leave exactly one new token and a retried
+    rotation with the old token recovers.
+    """
     if not principal.is_admin and principal.agent_id != agent_id:
         raise ForbiddenError("an agent may rotate only its own token")
-    agent = get_agent(session, agent_id)
+    repository = AuthRepository(session)
+    agent = repository.get_agent(agent_id, for_update=True)
+    if agent is None:
+        raise NotFoundError(f"no agent with id {agent_id}")
     if agent.revoked_at is not None:
         raise ForbiddenError("a revoked agent cannot get a new token; enrol again")
+    now = utcnow()
+    pending = _previous_token_valid(agent, now)
+    if principal.is_admin or principal.token_hash == agent.token_hash:
+        if not pending:
+            agent.previous_token_hash = agent.token_hash
+    elif not (pending and principal.token_hash == agent.previous_token_hash):
+        raise UnauthorizedError("this agent token was replaced by a rotation; use the new token")
     token = new_token(AGENT_TOKEN_PREFIX)
     agent.token_hash = hash_token(token)
     agent.token_prefix = token[:12]
-    agent.rotated_at = utcnow()
+    agent.previous_token_expires_at = now + overlap
+    agent.rotated_at = now
     session.flush()
     return agent, token
 

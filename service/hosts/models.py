@@ -6,6 +6,7 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from agents.wire import ENGINE_VERSION_MAX_LENGTH, HOSTNAME_MAX_LENGTH
 from service.db import Base, BigId, UTCDateTime, utcnow
 
 
@@ -16,9 +17,9 @@ class Host(Base):
     __table_args__ = (UniqueConstraint("hostname", "engine"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    hostname: Mapped[str] = mapped_column(String(253))
+    hostname: Mapped[str] = mapped_column(String(HOSTNAME_MAX_LENGTH))
     engine: Mapped[str] = mapped_column(String(32), index=True)
-    engine_version: Mapped[str] = mapped_column(String(100))
+    engine_version: Mapped[str] = mapped_column(String(ENGINE_VERSION_MAX_LENGTH))
     cpu_count: Mapped[int] = mapped_column(Integer)
     memory_bytes: Mapped[int] = mapped_column(BigInteger)
     #: The optimal tuple of the latest report (what the host runs after its last climb).

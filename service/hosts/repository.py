@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.db import insert_ignoring_conflict, utcnow
@@ -40,6 +42,37 @@ class HostRepository:
             conflict_columns=["hostname", "engine"],
         )
         return new_id
+
+    def record_if_newest(
+        self, host_id: int, *, report_id: int, finished_at: datetime, values: dict[str, Any]
+    ) -> bool:
+        """Set ``values`` and the last report, only if this report is the newest of the host.
+
+        Newest: the latest ``finished_at``, ties going to the higher report id (the order
+        of ``latest_for_host``). One conditional UPDATE: PostgreSQL re-checks the condition
+        on the row after waiting for a concurrent writer, so the newest report wins whatever
+        the order of arrival. True if this report's values were written.
+        """
+        newer = or_(
+            Host.last_report_at.is_(None),
+            Host.last_report_at < finished_at,
+            and_(
+                Host.last_report_at == finished_at,
+                or_(Host.last_report_id.is_(None), Host.last_report_id < report_id),
+            ),
+        )
+        result = self.session.execute(
+            update(Host)
+            .where(Host.id == host_id, newer)
+            .values(
+                **values,
+                last_report_id=report_id,
+                last_report_at=finished_at,
+                updated_at=utcnow(),
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return bool(getattr(result, "rowcount", 0))
 
     def paginate(
         self, *, engine: str | None, limit: int, offset: int

@@ -5,15 +5,17 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from agents.knobs import Engine
+from agents.wire import INT32_MAX
 from service.auth.dependencies import AdminAuth
 from service.db import SessionDep
 from service.errors import error_responses
 from service.hosts import service
 from service.hosts.schemas import HostDetail, HostRead
+from service.json_body import StrictJSONRoute
 from service.pagination import Page, PageDep
 from service.reports import service as report_service
 
-router = APIRouter(prefix="/v1/hosts", tags=["hosts"])
+router = APIRouter(prefix="/v1/hosts", tags=["hosts"], route_class=StrictJSONRoute)
 
 
 @router.get(
@@ -46,7 +48,7 @@ def list_hosts(
 def get_host(
     session: SessionDep,
     _admin: AdminAuth,
-    host_id: Annotated[int, Path(ge=1, le=2**31 - 1, examples=[1])],
+    host_id: Annotated[int, Path(ge=1, le=INT32_MAX, examples=[1])],
 ) -> HostDetail:
     host = service.get_host(session, host_id)
     detail = HostDetail.model_validate(host)

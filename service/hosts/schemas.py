@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.knobs import Engine
 from service.reports.schemas import ReportSummary
+from service.stored_json import knob_values, row_fields
 
 
 class HostRead(BaseModel):
@@ -26,6 +28,23 @@ class HostRead(BaseModel):
     last_report_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
+    damaged: list[str] = Field(
+        default_factory=list,
+        description="Stored values that could not be read (shown empty), and what was wrong.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate_damaged_json(cls, data: Any) -> Any:
+        fields = row_fields(data, cls.model_fields)
+        if fields.get("current_tuple") is not None:
+            damaged = list(fields.get("damaged") or [])
+            row = f"hosts/{fields.get('id')}"
+            fields["current_tuple"] = knob_values(
+                fields["current_tuple"], "current_tuple", damaged, row=row
+            )
+            fields["damaged"] = damaged
+        return fields
 
 
 class HostDetail(HostRead):

@@ -8,15 +8,25 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from agents.wire import HostFacts, KnobTuple
-from service.errors import NotFoundError
+from service.errors import ForbiddenError, NotFoundError
 from service.hosts.models import Host
 from service.hosts.repository import HostRepository
 
 
 def upsert_host(session: Session, facts: HostFacts) -> Host:
     """The host row for ``facts`` (hostname, engine), created or refreshed; safe under races."""
+    host, _ = enroll_host(session, facts)
+    return host
+
+
+def enroll_host(session: Session, facts: HostFacts) -> tuple[Host, bool]:
+    """The host row for ``facts`` and whether this call created it (refreshed otherwise).
+
+    ``INSERT ... ON CONFLICT DO NOTHING`` decides: of two concurrent enrolments of one new
+    host, exactly one sees it created.
+    """
     repository = HostRepository(session)
-    repository.insert_if_absent(
+    new_id = repository.insert_if_absent(
         hostname=facts.hostname,
         engine=facts.engine.value,
         engine_version=facts.engine_version,
@@ -34,13 +44,24 @@ def upsert_host(session: Session, facts: HostFacts) -> Host:
         host.cpu_count = facts.cpu_count
         host.memory_bytes = facts.memory_bytes
         session.flush()
-    return host
+    return host, new_id is not None
 
 
 def get_host(session: Session, host_id: int) -> Host:
     host = HostRepository(session).get(host_id)
     if host is None:
         raise NotFoundError(f"no host with id {host_id}")
+    return host
+
+
+def require_own_host(session: Session, host_id: int, facts: HostFacts) -> Host:
+    """The agent's host, if ``facts`` name it; 403 otherwise (an agent speaks for its host)."""
+    host = get_host(session, host_id)
+    if (facts.hostname, facts.engine.value) != (host.hostname, host.engine):
+        raise ForbiddenError(
+            f"this agent speaks for {host.hostname} ({host.engine}), not for "
+            f"{facts.hostname} ({facts.engine.value})"
+        )
     return host
 
 
@@ -51,21 +72,30 @@ def list_hosts(
 
 
 def record_report(
-    host: Host, *, report_id: int, optimal_tuple: KnobTuple, finished_at: datetime
-) -> None:
-    """Make the host's current tuple the newest report's optimum (by climb end time)."""
-    if host.last_report_at is not None and host.last_report_at > finished_at:
-        return
-    host.current_tuple = dict(optimal_tuple.values)
-    host.last_report_id = report_id
-    host.last_report_at = finished_at
+    session: Session,
+    host: Host,
+    *,
+    report_id: int,
+    facts: HostFacts,
+    optimal_tuple: KnobTuple,
+    finished_at: datetime,
+) -> bool:
+    """Make the newest report's optimum and facts the host's (newest by climb end time).
 
-
-def refresh_facts(host: Host, facts: HostFacts) -> None:
-    """Keep version, CPU count and memory current (they change with upgrades and resizes)."""
-    if host.engine_version != facts.engine_version:
-        host.engine_version = facts.engine_version
-    if host.cpu_count != facts.cpu_count:
-        host.cpu_count = facts.cpu_count
-    if host.memory_bytes != facts.memory_bytes:
-        host.memory_bytes = facts.memory_bytes
+    Decided inside the database (a conditional UPDATE), so concurrent reports for one host
+    leave the newest report's state whatever their order of arrival. Facts (version, CPUs,
+    memory) follow the same rule: an older report never rolls them back.
+    """
+    written = HostRepository(session).record_if_newest(
+        host.id,
+        report_id=report_id,
+        finished_at=finished_at,
+        values={
+            "current_tuple": dict(optimal_tuple.values),
+            "engine_version": facts.engine_version,
+            "cpu_count": facts.cpu_count,
+            "memory_bytes": facts.memory_bytes,
+        },
+    )
+    session.expire(host)
+    return written

@@ -1,88 +1,42 @@
-"""The model artifact interface shared by the service and the trainer.
+"""Model artifacts: the bytes in ``model_versions.artifact``, turned into a predictor.
 
-An *artifact* is the bytes stored in ``model_versions.artifact`` (with its sha256). It
-deserialises into a **predictor**: any object with
+Three encodings, told apart by their first bytes (details: docs/trainer.md, "The model
+artifact"):
 
-    predict(host: HostFacts, profile: WorkloadProfile)
-        -> tuple[dict[str, int], dict[str, tuple[int, int]]]
+- JSON ``pooltune.predictor`` spec, kind ``linear`` (:class:`LinearPredictor`): data only;
+- another JSON format named in :data:`JSON_FORMATS`, e.g. the trainer's LightGBM tuple model
+  (:mod:`service.recommendations.tuple_model`);
+- a pickle (``PICKLE_MAGIC``), loaded only when pickles are allowed, after the sha256 check.
 
-returning the starting tuple (knob name -> value) and a plausible inclusive range per knob.
-Knob names must belong to the engine's catalog (:mod:`agents.knobs`); the service clips
-values to the catalog bounds, widens ranges to cover their value, fills tuned knobs the
-model leaves out from the heuristic, and falls back to the heuristic if ``predict`` raises
-or answers nonsense.
-
-Two encodings, told apart by their first bytes:
-
-- **JSON spec** (``{"format": "pooltune.predictor", "format_version": 1, "kind": ...}``):
-  data only, safe to load. Built-in kind: ``"linear"`` (:class:`LinearPredictor`), a
-  per-knob linear model over :func:`profile_features`, optionally in log space; with no
-  coefficients it is a constant predictor. Tests and simple models use it.
-- **Pickle** (``PICKLE_MAGIC`` + ``pickle.dumps(predictor)``): any Python object with the
-  method above, e.g. a trainer class wrapping a LightGBM or scikit-learn model. Its classes
-  must be importable in the service (ship them in the ``pooltune`` distribution). Loading a
-  pickle runs code, so the service accepts it only when ``POOLTUNE_ALLOW_PICKLE_MODELS``
-  is true (off by default: the trainer's artifacts are JSON) and only after the sha256
-  check.
-- **Other JSON formats** named in :data:`JSON_FORMAT_LOADERS` by their ``"format"`` field,
-  loaded by a lazily imported ``module:attribute`` callable ``loader(artifact) -> predictor``.
-  The trainer's LightGBM artifact (``"pooltune-lightgbm-tuple/1"``,
-  ``trainer.artifact.TupleModel.from_bytes``) is registered here; it needs the ``trainer``
-  extra (lightgbm) in the service's environment, otherwise loading fails and the service
-  answers from the heuristic. :func:`register_json_format` adds more.
-
-Use :func:`dump_predictor` to produce an artifact and :func:`load_predictor` to read one.
+:func:`dump_predictor` writes an artifact and :func:`load_predictor` reads one.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import math
 import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from agents.knobs import Engine, catalog
 from agents.wire import HostFacts, WorkloadProfile
+from service.recommendations import tuple_model
+from service.recommendations.predictor import ArtifactError as ArtifactError
+from service.recommendations.predictor import Prediction as Prediction
+from service.recommendations.predictor import Predictor as Predictor
 
 FORMAT_NAME = "pooltune.predictor"
 FORMAT_VERSION = 1
 PICKLE_MAGIC = b"PTPKL1\n"
 
-Prediction = tuple[dict[str, int], dict[str, tuple[int, int]]]
-
-
-#: JSON artifact formats produced elsewhere: "format" value -> "module:Attr.path" of a loader.
-JSON_FORMAT_LOADERS: dict[str, str] = {
-    "pooltune-lightgbm-tuple/1": "trainer.artifact:TupleModel.from_bytes",
+#: JSON artifact formats by their ``"format"`` field: a loader ``bytes -> predictor``.
+JSON_FORMATS: dict[str, Callable[[bytes], Predictor]] = {
+    tuple_model.FORMAT: tuple_model.TupleModel.from_bytes,
+    tuple_model.FORMAT_V1: tuple_model.TupleModel.from_bytes,
 }
-
-
-def register_json_format(format_name: str, loader: str) -> None:
-    """Teach :func:`load_predictor` a JSON format: ``loader`` is ``"module:attribute"``."""
-    JSON_FORMAT_LOADERS[format_name] = loader
-
-
-def _resolve(target: str) -> Callable[[bytes], Any]:
-    module_name, _, attribute_path = target.partition(":")
-    resolved: Any = importlib.import_module(module_name)
-    for attribute in attribute_path.split("."):
-        resolved = getattr(resolved, attribute)
-    if not callable(resolved):
-        raise ArtifactError(f"{target} is not callable")
-    return resolved  # type: ignore[no-any-return]
-
-
-@runtime_checkable
-class Predictor(Protocol):
-    def predict(self, host: HostFacts, profile: WorkloadProfile) -> Prediction: ...
-
-
-class ArtifactError(ValueError):
-    """The artifact cannot be turned into a predictor."""
 
 
 def artifact_sha256(artifact: bytes) -> str:
@@ -90,10 +44,8 @@ def artifact_sha256(artifact: bytes) -> str:
 
 
 def profile_features(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
-    """A fixed, named feature vector; unknown (``None``) measurements are 0.0.
-
-    Logs are ``log1p`` of the raw value, so they are defined at 0.
-    """
+    """The linear predictor's named features; unknown (``None``) measurements are 0.0 and logs
+    are ``log1p``, so defined at 0. (Tuple models read :mod:`workload_features` instead.)"""
     blocking = profile.blocking_coefficient
 
     def known(value: float | None) -> float:
@@ -267,15 +219,15 @@ def load_predictor(artifact: bytes, *, allow_pickle: bool = True) -> Predictor:
         raise ArtifactError(f"the artifact is neither a JSON spec nor a pickle: {exc}") from exc
     if not isinstance(spec, dict):
         raise ArtifactError(f"the JSON artifact is not a {FORMAT_NAME} document")
-    external = JSON_FORMAT_LOADERS.get(str(spec.get("format")))
-    if external is not None:
+    loader = JSON_FORMATS.get(str(spec.get("format")))
+    if loader is not None:
         try:
-            predictor = _resolve(external)(artifact)
+            predictor = loader(artifact)
         except ArtifactError:
             raise
-        except Exception as exc:  # foreign loader (ImportError without lightgbm, bad data, ...)
+        except Exception as exc:  # a loader's own failure (bad data, a LightGBM error, ...)
             raise ArtifactError(
-                f"the {spec.get('format')} loader {external} failed: {type(exc).__name__}: {exc}"
+                f"the {spec.get('format')} loader failed: {type(exc).__name__}: {exc}"
             ) from exc
         if not isinstance(predictor, Predictor):
             raise ArtifactError(f"{type(predictor).__name__} has no predict(host, profile)")

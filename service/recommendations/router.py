@@ -6,11 +6,14 @@ from agents.wire import RecommendationRequest, RecommendationResponse
 from service.auth.dependencies import AnyAuth
 from service.db import SessionDep
 from service.errors import error_responses
+from service.json_body import StrictJSONRoute
 from service.observability import Metrics
 from service.recommendations import service
-from service.recommendations.model_cache import ModelCache
+from service.recommendations.predictor_cache import PredictorCache
 
-router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
+router = APIRouter(
+    prefix="/v1/recommendations", tags=["recommendations"], route_class=StrictJSONRoute
+)
 
 REQUEST_EXAMPLE = {
     "schema_version": 1,
@@ -42,14 +45,16 @@ REQUEST_EXAMPLE = {
     description="An agent token (or the admin token). Answers from the engine's promoted "
     "model, or from the heuristic cores × (1 + W/S) clipped to the catalog and to the "
     "connection count when no model is promoted or the model fails; `source` and "
-    "`model_version` say which. Every answer is logged for later evaluation.",
-    responses=error_responses(401, 413, 422),
+    "`model_version` say which. Every answer is logged for later evaluation. An agent asks "
+    "for its own host only (`host.hostname` and `host.engine` as enrolled; 403 otherwise); "
+    "the admin may ask for any host.",
+    responses=error_responses(401, 403, 413, 422),
     openapi_extra={"requestBody": {"content": {"application/json": {"example": REQUEST_EXAMPLE}}}},
 )
 def recommend(
     request: Request, session: SessionDep, principal: AnyAuth, body: RecommendationRequest
 ) -> RecommendationResponse:
-    cache: ModelCache = request.app.state.model_cache
+    cache: PredictorCache = request.app.state.predictor_cache
     outcome = service.recommend(
         session, body, cache=cache, host_id=principal.host_id, agent_id=principal.agent_id
     )

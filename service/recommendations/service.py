@@ -15,14 +15,26 @@ from agents.knobs import catalog
 from agents.wire import (
     KnobRange,
     KnobTuple,
+    PredictedGain,
     RecommendationRequest,
     RecommendationResponse,
     Source,
 )
 from service.db import utcnow
-from service.recommendations.model_cache import ModelCache, ModelLoadError, PromotedPointer
-from service.recommendations.model_format import Prediction
+from service.hosts import service as host_service
 from service.recommendations.models import RecommendationLog
+from service.recommendations.predictor import (
+    GainEstimate,
+    Prediction,
+    Predictor,
+    Recommendation,
+    RecommendingPredictor,
+)
+from service.recommendations.predictor_cache import (
+    PredictorCache,
+    PredictorLoadError,
+    PromotedPointer,
+)
 from service.recommendations.repository import RecommendationLogRepository
 
 logger = logging.getLogger(__name__)
@@ -33,6 +45,10 @@ class RecommendationOutcome:
     response: RecommendationResponse
     pointer: PromotedPointer | None
     fallback_reason: str | None
+
+
+#: The largest novelty a response states (the wire's bound): beyond it, just "very far".
+MAX_NOVELTY = 1e6
 
 
 class InvalidPredictionError(ValueError):
@@ -71,19 +87,56 @@ def _sanitize(request: RecommendationRequest, prediction: Any, heuristic: Predic
     return values, ranges
 
 
+def _model_answer(predictor: Predictor, request: RecommendationRequest) -> Recommendation:
+    """The predictor's answer; with the predicted gain over the request's current tuple when
+    the predictor gives one."""
+    if isinstance(predictor, RecommendingPredictor):
+        current = request.current_tuple.values if request.current_tuple is not None else None
+        return predictor.recommend(request.host, request.profile, current)
+    prediction = predictor.predict(request.host, request.profile)
+    if not (isinstance(prediction, tuple) and len(prediction) == 2):
+        raise InvalidPredictionError("predict() must return (values, ranges)")
+    values, ranges = prediction
+    return Recommendation(values=values, ranges=ranges)
+
+
+def _predicted_gain(answer: Recommendation, served: Prediction) -> PredictedGain | None:
+    """The model's predicted gain, if it holds for the tuple served (not when the service had
+    to change a value the model gave) and is a sane interval; else none."""
+    gain: GainEstimate | None = answer.predicted_gain
+    if gain is None:
+        return None
+    values, _ = served
+    if any(values.get(name) != value for name, value in answer.values.items()):
+        return None
+    try:
+        return PredictedGain(estimate=gain.estimate, low=gain.low, high=gain.high)
+    except ValidationError:
+        logger.warning("model gave an unusable predicted gain %s; left out", gain)
+        return None
+
+
 def _response(
     request: RecommendationRequest,
     prediction: Prediction,
     *,
     source: Source,
     model_version: str | None,
+    answer: Recommendation | None = None,
+    predicted_gain: PredictedGain | None = None,
 ) -> RecommendationResponse:
     values, ranges = prediction
+    novelty = answer.novelty if answer is not None else None
     return RecommendationResponse(
         start_tuple=KnobTuple(engine=request.host.engine, values=values),
         ranges={name: KnobRange(low=low, high=high) for name, (low, high) in ranges.items()},
         source=source,
         model_version=model_version,
+        predicted_gain=predicted_gain,
+        novelty=min(novelty, MAX_NOVELTY)
+        if novelty is not None and math.isfinite(novelty)
+        else None,
+        out_of_distribution=bool(answer.out_of_distribution) if answer is not None else False,
     )
 
 
@@ -91,11 +144,16 @@ def recommend(
     session: Session,
     request: RecommendationRequest,
     *,
-    cache: ModelCache,
+    cache: PredictorCache,
     host_id: int | None,
     agent_id: int | None,
 ) -> RecommendationOutcome:
-    """Answer from the engine's promoted model, or from the heuristic; log the answer."""
+    """Answer from the engine's promoted model, or from the heuristic; log the answer.
+
+    An agent (``host_id`` given) asks for its own host only; the admin for any.
+    """
+    if host_id is not None:
+        host_service.require_own_host(session, host_id, request.host)
     engine = request.host.engine.value
     heuristic = heuristic_prediction(request.host, request.profile)
     pointer = cache.promoted_pointer(session, engine)
@@ -104,14 +162,18 @@ def recommend(
     if pointer is not None:
         try:
             loaded = cache.get(session, engine, pointer)
-            prediction = loaded.predictor.predict(request.host, request.profile)
+            answer = _model_answer(loaded.predictor, request)
+            prediction = (answer.values, answer.ranges)
+            served = _sanitize(request, prediction, heuristic)
             response = _response(
                 request,
-                _sanitize(request, prediction, heuristic),
+                served,
                 source=Source.MODEL,
                 model_version=pointer.label,
+                answer=answer,
+                predicted_gain=_predicted_gain(answer, served),
             )
-        except ModelLoadError as exc:
+        except PredictorLoadError as exc:
             fallback_reason = f"load: {exc}"
         except (InvalidPredictionError, ValidationError, ArithmeticError) as exc:
             fallback_reason = f"predict: {exc}"
@@ -144,6 +206,9 @@ def recommend(
             profile=request.profile.model_dump(mode="json"),
             start_tuple=dict(response.start_tuple.values),
             ranges={name: [r.low, r.high] for name, r in response.ranges.items()},
+            predicted_gain=gain.estimate if (gain := response.predicted_gain) else None,
+            predicted_gain_low=gain.low if gain else None,
+            predicted_gain_high=gain.high if gain else None,
             fallback_reason=fallback_reason,
         )
     )

@@ -18,6 +18,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, UTCDateTime, utcnow
+from service.registry.schemas import MODEL_NAME_MAX_LENGTH
 
 
 class ModelVersion(Base):
@@ -28,7 +29,7 @@ class ModelVersion(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     engine: Mapped[str] = mapped_column(String(32))
-    name: Mapped[str] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(String(MODEL_NAME_MAX_LENGTH))
     version: Mapped[int] = mapped_column(Integer)
     artifact: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     artifact_sha256: Mapped[str] = mapped_column(String(64))

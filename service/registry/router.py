@@ -5,12 +5,15 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query
 
 from agents.knobs import Engine
+from agents.wire import INT32_MAX, Text
 from service.auth.dependencies import AdminAuth
 from service.db import SessionDep
 from service.errors import error_responses
+from service.json_body import StrictJSONRoute
 from service.pagination import Page, PageDep
 from service.registry import service
 from service.registry.schemas import (
+    MODEL_NAME_MAX_LENGTH,
     DemoteRequest,
     ModelVersionDetail,
     ModelVersionRead,
@@ -18,9 +21,9 @@ from service.registry.schemas import (
     PromotionEventRead,
 )
 
-router = APIRouter(prefix="/v1/models", tags=["registry"])
+router = APIRouter(prefix="/v1/models", tags=["registry"], route_class=StrictJSONRoute)
 
-VersionId = Annotated[int, Path(ge=1, le=2**31 - 1, examples=[3])]
+VersionId = Annotated[int, Path(ge=1, le=INT32_MAX, examples=[3])]
 
 
 def _detail(session: SessionDep, version_id: int) -> ModelVersionDetail:
@@ -45,7 +48,7 @@ def list_versions(
     _admin: AdminAuth,
     page: PageDep,
     engine: Annotated[Engine | None, Query()] = None,
-    name: Annotated[str | None, Query(max_length=100)] = None,
+    name: Annotated[Text | None, Query(max_length=MODEL_NAME_MAX_LENGTH)] = None,
 ) -> Page[ModelVersionRead]:
     versions, total = service.list_versions(
         session,
@@ -78,7 +81,7 @@ def get_version(
     description="Admin token. Makes this version its engine's answering model (replacing the "
     "current one), picked up by every replica without a restart. Unless `forced`, it must "
     "beat the promoted version's `regret` metric (409 `promotion_rejected` otherwise).",
-    responses=error_responses(401, 403, 404, 409, 422),
+    responses=error_responses(401, 403, 404, 409, 413, 422),
 )
 def promote_version(
     session: SessionDep,
@@ -97,7 +100,7 @@ def promote_version(
     summary="Demote a model version",
     description="Admin token. The engine answers from the heuristic until another promotion. "
     "409 if the version is not promoted.",
-    responses=error_responses(401, 403, 404, 409, 422),
+    responses=error_responses(401, 403, 404, 409, 413, 422),
 )
 def demote_version(
     session: SessionDep,

@@ -3,9 +3,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.knobs import Engine
+from agents.wire import StrictBool, Text
+from service.stored_json import json_object, row_fields
+
+#: ``model_versions.name``.
+MODEL_NAME_MAX_LENGTH = 100
+#: Why a promotion or demotion was made (a text column; the bound is for sanity).
+REASON_MAX_LENGTH = 2000
 
 
 class ModelVersionRead(BaseModel):
@@ -24,6 +31,21 @@ class ModelVersionRead(BaseModel):
     is_promoted: bool
     created_at: datetime
     promoted_at: datetime | None = None
+    damaged: list[str] = Field(
+        default_factory=list,
+        description="Stored values that could not be read (shown empty), and what was wrong.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate_damaged_json(cls, data: Any) -> Any:
+        fields = row_fields(data, cls.model_fields)
+        damaged = list(fields.get("damaged") or [])
+        row = f"model_versions/{fields.get('id')}"
+        for name in ("metrics", "training_summary"):
+            fields[name] = json_object(fields.get(name), name, damaged, row=row)
+        fields["damaged"] = damaged
+        return fields
 
 
 class PromotionEventRead(BaseModel):
@@ -46,8 +68,10 @@ class ModelVersionDetail(ModelVersionRead):
 class PromoteRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(default="", max_length=2000, examples=["regret 0.041 < 0.058 on holdout"])
-    forced: bool = Field(
+    reason: Text = Field(
+        default="", max_length=REASON_MAX_LENGTH, examples=["regret 0.041 < 0.058 on holdout"]
+    )
+    forced: StrictBool = Field(
         default=False,
         description="Promote even if it does not beat the promoted version's regret.",
     )
@@ -56,4 +80,6 @@ class PromoteRequest(BaseModel):
 class DemoteRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(default="", max_length=2000, examples=["bad starts on PgBouncer hosts"])
+    reason: Text = Field(
+        default="", max_length=REASON_MAX_LENGTH, examples=["bad starts on PgBouncer hosts"]
+    )

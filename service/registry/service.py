@@ -17,11 +17,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from agents.knobs import Engine
+from agents.wire import stored_text
 from service.db import utcnow
 from service.errors import ConflictError, InvalidInputError, NotFoundError
 from service.recommendations.model_format import ArtifactError, artifact_sha256, load_predictor
 from service.registry.models import ModelVersion, PromotionEvent
 from service.registry.repository import RegistryRepository
+from service.registry.schemas import MODEL_NAME_MAX_LENGTH
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +59,12 @@ def register_version(
     rejects one, which retries with the next number inside a savepoint.
     """
     engine = Engine(engine)
-    if not name or len(name) > 100:
-        raise InvalidInputError("model name must be 1 to 100 characters")
+    if not name or len(name) > MODEL_NAME_MAX_LENGTH:
+        raise InvalidInputError(f"model name must be 1 to {MODEL_NAME_MAX_LENGTH} characters")
+    try:
+        stored_text(name)
+    except ValueError as exc:
+        raise InvalidInputError(f"model name {exc}") from exc
     if validate_artifact:
         try:
             load_predictor(artifact, allow_pickle=True)
@@ -96,8 +102,9 @@ def register_version(
 
 
 def _gate(candidate: ModelVersion, current: ModelVersion) -> None:
-    new = candidate.metrics.get(GATE_METRIC)
-    old = current.metrics.get(GATE_METRIC)
+    # A damaged metrics column reads as no metrics: nothing to beat, or nothing to compare.
+    new = candidate.metrics.get(GATE_METRIC) if isinstance(candidate.metrics, dict) else None
+    old = current.metrics.get(GATE_METRIC) if isinstance(current.metrics, dict) else None
     if not isinstance(old, int | float) or not math.isfinite(old):
         return  # nothing to compare against
     if not isinstance(new, int | float) or not math.isfinite(new):

@@ -15,6 +15,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from agents.wire import IDEMPOTENCY_KEY_MAX_LENGTH, MODEL_VERSION_MAX_LENGTH
 from service.db import Base, BigId, UTCDateTime, utcnow
 
 
@@ -25,7 +26,7 @@ class Report(Base):
     __table_args__ = (Index("ix_reports_host_id_received_at", "host_id", "received_at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    idempotency_key: Mapped[str] = mapped_column(String(128), unique=True)
+    idempotency_key: Mapped[str] = mapped_column(String(IDEMPOTENCY_KEY_MAX_LENGTH), unique=True)
     #: sha256 of the canonical JSON of the report: tells a retry from a reused key.
     payload_sha256: Mapped[str] = mapped_column(String(64))
     host_id: Mapped[int] = mapped_column(ForeignKey("hosts.id", ondelete="CASCADE"))
@@ -40,7 +41,9 @@ class Report(Base):
     converged: Mapped[bool] = mapped_column(Boolean, index=True)
     samples_to_converge: Mapped[int | None] = mapped_column(Integer, nullable=True)
     start_source: Mapped[str] = mapped_column(String(32))
-    start_model_version: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    start_model_version: Mapped[str | None] = mapped_column(
+        String(MODEL_VERSION_MAX_LENGTH), nullable=True
+    )
     host_facts: Mapped[dict[str, Any]] = mapped_column(JSON)
     profile: Mapped[dict[str, Any]] = mapped_column(JSON)
     start_tuple: Mapped[dict[str, Any]] = mapped_column(JSON)

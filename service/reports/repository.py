@@ -1,14 +1,19 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from service.db import insert_ignoring_conflict
 from service.reports.models import Report
+
+#: id, host_id, host_facts, profile, optimal_tuple, climber, trace (encoded).
+ExampleColumns = tuple[
+    int, int, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], bytes
+]
 
 
 class ReportRepository:
@@ -63,3 +68,27 @@ class ReportRepository:
         total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
         items = self.session.scalars(query.order_by(Report.id.desc()).limit(limit).offset(offset))
         return items.all(), total
+
+    def stream_converged(
+        self, engine: str, *, batch_size: int = 2000, limit: int | None = None
+    ) -> Iterator[Row[ExampleColumns]]:
+        """Converged reports of ``engine``, oldest first: the columns a training example
+        needs, streamed in batches (server-side cursor), not ORM objects, so a million
+        reports cost one batch of memory."""
+        statement = (
+            select(
+                Report.id,
+                Report.host_id,
+                Report.host_facts,
+                Report.profile,
+                Report.optimal_tuple,
+                Report.climber,
+                Report.trace,
+            )
+            .where(Report.engine == engine, Report.converged.is_(True))
+            .order_by(Report.id)
+            .execution_options(yield_per=batch_size, stream_results=True)
+        )
+        if limit is not None:
+            statement = statement.limit(limit)
+        yield from self.session.execute(statement)

@@ -3,19 +3,19 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
-from pydantic import AwareDatetime
 
 from agents.knobs import Engine
-from agents.wire import ClimbReport
+from agents.wire import INT32_MAX, INT64_MAX, ClimbReport, UtcDatetime
 from service.auth.dependencies import AdminAuth, AgentAuth
 from service.db import SessionDep
 from service.errors import error_responses
+from service.json_body import StrictJSONRoute
 from service.observability import Metrics
 from service.pagination import Page, PageDep
 from service.reports import service
 from service.reports.schemas import ReportRead, ReportSummary
 
-router = APIRouter(prefix="/v1/reports", tags=["reports"])
+router = APIRouter(prefix="/v1/reports", tags=["reports"], route_class=StrictJSONRoute)
 
 REPORT_EXAMPLE: dict[str, Any] = {
     "schema_version": 1,
@@ -104,13 +104,15 @@ def list_reports(
     session: SessionDep,
     _admin: AdminAuth,
     page: PageDep,
-    host_id: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    host_id: Annotated[int | None, Query(ge=1, le=INT32_MAX)] = None,
     engine: Annotated[Engine | None, Query()] = None,
     since: Annotated[
-        AwareDatetime | None, Query(description="finished_at >= since (ISO 8601 with zone).")
+        UtcDatetime | None,
+        Query(description="finished_at >= since (ISO 8601 with zone; years 1-9999 in UTC)."),
     ] = None,
     until: Annotated[
-        AwareDatetime | None, Query(description="finished_at < until (ISO 8601 with zone).")
+        UtcDatetime | None,
+        Query(description="finished_at < until (ISO 8601 with zone; years 1-9999 in UTC)."),
     ] = None,
     converged: Annotated[bool | None, Query()] = None,
 ) -> Page[ReportSummary]:
@@ -137,6 +139,6 @@ def list_reports(
 def get_report(
     session: SessionDep,
     _admin: AdminAuth,
-    report_id: Annotated[int, Path(ge=1, le=2**63 - 1, examples=[42])],
+    report_id: Annotated[int, Path(ge=1, le=INT64_MAX, examples=[42])],
 ) -> ReportRead:
     return service.read_report(session, report_id)

@@ -28,9 +28,17 @@ class ReportSummary(BaseModel):
     throughput_optimal: float
     throughput_default: float | None = None
     trace_samples: int = Field(ge=0, description="Samples in the stored trace.")
+    damaged: list[str] = Field(
+        default_factory=list,
+        description="Stored values that could not be read, and what was wrong: a damaged "
+        "row is shown with those values empty instead of failing the request.",
+    )
 
 
 class ReportRead(ReportSummary):
     """A stored report, whole: the uploaded payload as it was received, trace included."""
 
-    report: ClimbReport
+    report: ClimbReport | None = Field(
+        description="The uploaded payload; null when the stored row no longer makes a valid "
+        "report (see `damaged`)."
+    )

@@ -8,16 +8,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from agents.wire import ClimbReport
+from agents.wire import ClimbReport, TraceSample
 from service.db import utcnow
-from service.errors import ConflictError, ForbiddenError, NotFoundError
+from service.errors import ConflictError, NotFoundError
 from service.hosts import service as host_service
 from service.reports.models import Report
 from service.reports.repository import ReportRepository
 from service.reports.schemas import ReportRead, ReportSummary
-from service.reports.trace_codec import decode_trace, encode_trace
+from service.reports.trace_codec import TraceDecodeError, decode_trace, encode_trace
+from service.stored_json import note_damage, tuple_values
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +42,7 @@ def ingest_report(
     The unique key plus ``INSERT ... ON CONFLICT DO NOTHING`` makes concurrent duplicates
     safe: exactly one insert wins, the others read the winner's row.
     """
-    host = host_service.get_host(session, agent_host_id)
-    if (report.host.hostname, report.host.engine.value) != (host.hostname, host.engine):
-        raise ForbiddenError(
-            f"this agent reports for {host.hostname} ({host.engine}), not for "
-            f"{report.host.hostname} ({report.host.engine.value})"
-        )
+    host = host_service.require_own_host(session, agent_host_id, report.host)
     repository = ReportRepository(session)
     digest = payload_sha256(report)
 
@@ -57,14 +54,14 @@ def ingest_report(
         if new_id is not None:
             stored = repository.get(new_id)
             assert stored is not None
-            host_service.refresh_facts(host, report.host)
             host_service.record_report(
+                session,
                 host,
                 report_id=stored.id,
+                facts=report.host,
                 optimal_tuple=report.optimal_tuple,
                 finished_at=report.finished_at,
             )
-            session.flush()
             return IngestResult(stored, created=True)
         existing = repository.get_by_key(report.idempotency_key)
         assert existing is not None  # the conflicting insert has committed
@@ -110,6 +107,9 @@ def _row_values(
 
 
 def summarize(report: Report) -> ReportSummary:
+    """The report's summary; stored JSON that does not read is listed in ``damaged``."""
+    damaged: list[str] = []
+    row = f"reports/{report.id}"
     return ReportSummary(
         id=report.id,
         idempotency_key=report.idempotency_key,
@@ -122,16 +122,17 @@ def summarize(report: Report) -> ReportSummary:
         samples_to_converge=report.samples_to_converge,
         start_source=report.start_source,
         start_model_version=report.start_model_version,
-        start_tuple=report.start_tuple["values"],
-        optimal_tuple=report.optimal_tuple["values"],
+        start_tuple=tuple_values(report.start_tuple, "start_tuple", damaged, row=row),
+        optimal_tuple=tuple_values(report.optimal_tuple, "optimal_tuple", damaged, row=row),
         throughput_start=report.throughput_start,
         throughput_optimal=report.throughput_optimal,
         throughput_default=report.throughput_default,
         trace_samples=report.trace_samples,
+        damaged=damaged,
     )
 
 
-def to_climb_report(report: Report) -> ClimbReport:
+def to_climb_report(report: Report, trace: list[TraceSample]) -> ClimbReport:
     """The uploaded payload, rebuilt from its columns and the decoded trace."""
     return ClimbReport.model_validate(
         {
@@ -149,7 +150,7 @@ def to_climb_report(report: Report) -> ClimbReport:
             "throughput_default": report.throughput_default,
             "converged": report.converged,
             "samples_to_converge": report.samples_to_converge,
-            "trace": decode_trace(report.trace),
+            "trace": trace,
             "climber": report.climber,
             "started_at": report.started_at,
             "finished_at": report.finished_at,
@@ -162,7 +163,22 @@ def read_report(session: Session, report_id: int) -> ReportRead:
     if report is None:
         raise NotFoundError(f"no report with id {report_id}")
     summary = summarize(report)
-    return ReportRead(**summary.model_dump(), report=to_climb_report(report))
+    row = f"reports/{report.id}"
+    trace: list[TraceSample] = []
+    try:
+        trace = decode_trace(report.trace)
+    except TraceDecodeError as exc:
+        note_damage(summary.damaged, "trace", f"does not decode ({exc}); shown empty", row=row)
+    payload: ClimbReport | None = None
+    try:
+        payload = to_climb_report(report, trace)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        note_damage(
+            summary.damaged, "report", f"not a valid report ({where}: {first['msg']})", row=row
+        )
+    return ReportRead(**summary.model_dump(), report=payload)
 
 
 def list_reports(

@@ -2,6 +2,7 @@
 
 Sample keys repeat on every line, which zlib removes; a 1,000-sample trace takes about
 10-15 kB instead of ~120 kB of JSON. ``FORMAT`` prefixes the blob so the encoding can change.
+Fields at their defaults are left out of each sample.
 """
 
 from __future__ import annotations
@@ -9,20 +10,46 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 from agents.wire import TraceSample
 
 FORMAT = b"ptz1"
 
 
-def encode_trace(trace: Sequence[TraceSample]) -> bytes:
-    samples = [sample.model_dump(mode="json", exclude_defaults=True) for sample in trace]
-    payload = json.dumps(samples, separators=(",", ":")).encode()
+class TraceDecodeError(ValueError):
+    """A stored trace that does not decode to samples (damaged, or an unknown encoding)."""
+
+
+def encode_samples(samples: Sequence[dict[str, Any]]) -> bytes:
+    """The blob for samples given as JSON objects (what :func:`decode_samples` returns)."""
+    payload = json.dumps(list(samples), separators=(",", ":")).encode()
     return FORMAT + zlib.compress(payload, level=6)
 
 
-def decode_trace(blob: bytes) -> list[TraceSample]:
+def decode_samples(blob: bytes) -> list[dict[str, Any]]:
+    """The stored samples as JSON objects, not validated (migrations rewrite these)."""
     if not blob.startswith(FORMAT):
-        raise ValueError("unknown trace encoding")
-    samples = json.loads(zlib.decompress(blob[len(FORMAT) :]))
-    return [TraceSample.model_validate(sample) for sample in samples]
+        raise TraceDecodeError("unknown trace encoding")
+    try:
+        samples = json.loads(zlib.decompress(blob[len(FORMAT) :]))
+    except (zlib.error, ValueError, RecursionError) as exc:
+        raise TraceDecodeError(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+    if not isinstance(samples, list):
+        raise TraceDecodeError(f"expected a list of samples, found {type(samples).__name__}")
+    return samples
+
+
+def encode_trace(trace: Sequence[TraceSample]) -> bytes:
+    return encode_samples(
+        [sample.model_dump(mode="json", exclude_defaults=True) for sample in trace]
+    )
+
+
+def decode_trace(blob: bytes) -> list[TraceSample]:
+    """The stored trace, validated; :class:`TraceDecodeError` when it is damaged."""
+    samples = decode_samples(blob)
+    try:
+        return [TraceSample.model_validate(sample) for sample in samples]
+    except (ValueError, RecursionError) as exc:
+        raise TraceDecodeError(f"{type(exc).__name__}: {str(exc)[:200]}") from exc

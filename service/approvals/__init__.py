@@ -1,0 +1,1 @@
+"""Approval mode: an agent's recommendation waits for an admin's decision before any change."""

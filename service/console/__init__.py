@@ -1,0 +1,1 @@
+"""The fleet console: server-rendered pages for DBAs (docs/console.md)."""
