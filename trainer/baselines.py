@@ -1,6 +1,8 @@
 """Baselines, scored exactly like the models: each maps examples to predicted pool sizes.
 
 - ``default``: the engine default (size = cores for MariaDB/Percona, 20 for PgBouncer).
+- ``2cores+disk``: PgBouncer's usual rule of thumb, 2 × cores + disks (one disk: the
+  profile does not know how many), clipped to the knob's bounds.
 - ``heuristic``: cores × (1 + W/S), clipped (the service's fallback, :mod:`agents.heuristic`).
 - ``little``: Little's law — the concurrency the server already holds, throughput × latency.
 - ``nearest``: nearest-workload mapping as OtterTune does it: the best tuple of the closest
@@ -18,8 +20,8 @@ from sklearn.neighbors import NearestNeighbors
 
 from agents import knobs
 from agents.heuristic import heuristic_pool_size
+from service.recommendations.workload_features import FEATURES, feature_matrix
 from trainer.examples import Example
-from trainer.features import FEATURES, feature_matrix
 
 #: The features the nearest-workload baseline measures distance on.
 NEAREST_FEATURES = (
@@ -40,6 +42,17 @@ def _size_knob(example: Example) -> knobs.Knob:
 def default_sizes(examples: Sequence[Example]) -> NDArray[np.float64]:
     return np.array(
         [_size_knob(e).default_for(e.host.cpu_count) for e in examples], dtype=np.float64
+    )
+
+
+#: Disks in the "2 × cores + disks" rule: one, as nothing measures it.
+RULE_OF_THUMB_DISKS = 1
+
+
+def rule_of_thumb_sizes(examples: Sequence[Example]) -> NDArray[np.float64]:
+    return np.array(
+        [_size_knob(e).clip(2 * e.host.cpu_count + RULE_OF_THUMB_DISKS) for e in examples],
+        dtype=np.float64,
     )
 
 

@@ -1,179 +1,44 @@
-"""Features from a workload profile and host facts, and the targets the models learn.
+"""Training matrices and targets from examples.
 
-Besides the raw fields, the features carry what queueing theory says about the optimum:
-
-- the blocking coefficient W/S (off-CPU wait over CPU time per request) and the classic
-  pool-size rule ``cores × (1 + W/S)`` (Goetz, *Java Concurrency in Practice*);
-- Little's law: the concurrency actually present, throughput × latency;
-- CPU utilisation implied by the throughput and the CPU time per request;
-- connections and active connections per core (more threads than connections never helps).
-
-Sizes and rates span orders of magnitude, so most features also appear as ``log1p``; trees do
-not need it, but the linear and nearest-neighbour models do. Unknown fields stay NaN: LightGBM
-and scikit-learn's histogram gradient boosting route missing values themselves.
+The feature matrix is the service's own (:mod:`service.recommendations.workload_features`),
+so a model learns from exactly what it will be asked with. Sizes are learned in log2 space:
+a factor of two is one unit of error everywhere.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
-from agents.wire import HostFacts, WorkloadProfile
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-#: Raw profile fields used as features, in order.
-RAW_FIELDS: tuple[str, ...] = (
-    "connections",
-    "active_connections",
-    "qps",
-    "tps",
-    "read_fraction",
-    "latency_ms",
-    "cpu_ms_per_request",
-    "wait_ms_per_request",
-    "rounds_per_request",
-    "think_ms",
-    "io_reads_per_txn",
-    "fsyncs_per_txn",
-    "lock_waits_per_s",
-    "thread_create_ms",
-    "sync_ms_per_request",
-)
-
-DERIVED: tuple[str, ...] = (
-    "cpu_count",
-    "blocking_coefficient",
-    "heuristic_size",
-    "little_concurrency",
-    "cpu_utilisation",
-    "connections_per_core",
-    "active_per_core",
-    "queries_per_txn",
-    "interactive_concurrency",
-    "sync_share",
-    "coherency_estimate",
-)
-
-FEATURES: tuple[str, ...] = (
-    RAW_FIELDS
-    + DERIVED
-    + tuple(f"log_{name}" for name in RAW_FIELDS + DERIVED if name not in {"read_fraction"})
-)
+from agents import knobs
+from service.recommendations.tuple_model import clip_log2_values
+from service.recommendations.workload_features import feature_matrix, size_offset
+from trainer.examples import Example
 
 
-def _nan(value: float | int | None) -> float:
-    return float("nan") if value is None else float(value)
-
-
-def _ratio(numerator: float, denominator: float) -> float:
-    if math.isnan(numerator) or math.isnan(denominator) or denominator <= 0:
-        return float("nan")
-    return numerator / denominator
-
-
-def _interactive_concurrency(row: Mapping[str, float]) -> float:
-    cpu_ms, wait_ms, think_ms = (
-        row["cpu_ms_per_request"],
-        row["wait_ms_per_request"],
-        row["think_ms"],
-    )
-    request_ms = cpu_ms + wait_ms if not math.isnan(cpu_ms + wait_ms) else row["latency_ms"]
-    if math.isnan(request_ms) or math.isnan(think_ms) or request_ms + think_ms <= 0:
-        return float("nan")
-    return row["connections"] * request_ms / (request_ms + think_ms)
-
-
-def feature_row(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
-    """One workload's features as a flat mapping name → float (NaN where unknown)."""
-    row = {name: _nan(getattr(profile, name)) for name in RAW_FIELDS}
-    cores = float(host.cpu_count)
-    cpu_ms, wait_ms = row["cpu_ms_per_request"], row["wait_ms_per_request"]
-    blocking = _ratio(wait_ms, cpu_ms)
-    # Requests per second at the granularity the CPU and wait times are measured in.
-    request_rate = row["qps"] if row["qps"] > 0 else row["tps"]
-    row.update(
-        cpu_count=cores,
-        blocking_coefficient=blocking,
-        heuristic_size=cores * (1.0 + blocking) if not math.isnan(blocking) else float("nan"),
-        little_concurrency=request_rate * row["latency_ms"] / 1000.0,
-        cpu_utilisation=_ratio(request_rate * cpu_ms / 1000.0, cores),
-        connections_per_core=row["connections"] / cores,
-        active_per_core=row["active_connections"] / cores,
-        queries_per_txn=_ratio(row["qps"], row["tps"]),
-        interactive_concurrency=_interactive_concurrency(row),
-    )
-    # Contention: the share of a request's CPU burst spent synchronising, and what the
-    # universal scalability law makes of it: share ≈ σ(r−1) + κ·r(r−1) with r threads running
-    # (busy cores by the CPU time), so share / r(r−1) estimates the crosstalk κ that sets how
-    # fast throughput falls past the peak.
-    sync_share = _ratio(row["sync_ms_per_request"], cpu_ms)
-    running = row["cpu_utilisation"] * cores
-    row["sync_share"] = sync_share
-    row["coherency_estimate"] = (
-        sync_share / (running * max(running - 1.0, 1.0))
-        if not math.isnan(sync_share) and not math.isnan(running) and running > 0
-        else float("nan")
-    )
-    for name in RAW_FIELDS + DERIVED:
-        if name == "read_fraction":
-            continue
-        value = row[name]
-        row[f"log_{name}"] = math.log1p(value) if value >= 0 else float("nan")
-    return row
-
-
-def feature_matrix(rows: Iterable[tuple[HostFacts, WorkloadProfile]]) -> NDArray[np.float64]:
-    """Features of many workloads as a float matrix, columns in :data:`FEATURES` order.
-
-    Only numpy: the service builds the same matrix to predict, without pandas.
-    """
-    matrix = [
-        [feature[name] for name in FEATURES]
-        for feature in (feature_row(host, profile) for host, profile in rows)
-    ]
-    return np.array(matrix, dtype=np.float64).reshape(-1, len(FEATURES))
-
-
-def feature_frame(rows: Iterable[tuple[HostFacts, WorkloadProfile]]) -> pd.DataFrame:
-    """:func:`feature_matrix` as a DataFrame with named columns (for reports and plots)."""
-    import pandas as pd
-
-    return pd.DataFrame(feature_matrix(rows), columns=list(FEATURES))
-
-
-_HEURISTIC = FEATURES.index("heuristic_size")
-_CORES = FEATURES.index("cpu_count")
-_INTERACTIVE = FEATURES.index("interactive_concurrency")
-
-
-def size_offset(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    """log2 of what theory says the size should be: cores·(1 + W/S) (cores where W/S is
-    unknown), capped by the interactive concurrency where think time is known.
-
-    Size models learn the residual over this: trees approximate the identity only in steps,
-    so learning corrections to the theory needs far fewer examples than learning it anew.
-    """
-    heuristic = matrix[:, _HEURISTIC]
-    base = np.where(np.isfinite(heuristic), heuristic, matrix[:, _CORES])
-    interactive = matrix[:, _INTERACTIVE]
-    base = np.where(np.isfinite(interactive), np.minimum(base, np.maximum(interactive, 1.0)), base)
-    return np.asarray(np.log2(np.clip(base, 1.0, None)), dtype=np.float64)
+def matrix_of(examples: Sequence[Example]) -> NDArray[np.float64]:
+    return feature_matrix((e.host, e.profile) for e in examples)
 
 
 def size_target(size: int | float) -> float:
-    """Sizes are learned in log2 space: a factor of two is one unit of error everywhere."""
     return math.log2(max(float(size), 1.0))
 
 
-def size_from_target(value: float) -> float:
-    return float(2.0**value)
+def size_residuals(examples: Sequence[Example], matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """What size models learn: log2(optimal size) − :func:`size_offset`."""
+    best = np.array([size_target(e.optimal_size) for e in examples], dtype=np.float64)
+    return best - size_offset(matrix)
 
 
-def targets(optimal: Mapping[str, int], knob_names: Iterable[str]) -> dict[str, float]:
-    return {name: size_target(optimal[name]) for name in knob_names if name in optimal}
+def clip_sizes(examples: Sequence[Example], log2_sizes: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Predicted pool sizes as served: rounded, clipped to the catalog and the connections."""
+    out = np.empty(len(examples), dtype=np.float64)
+    for engine in {e.engine for e in examples}:
+        rows = np.array([i for i, e in enumerate(examples) if e.engine == engine])
+        connections = np.array([float(examples[i].profile.connections) for i in rows])
+        knob = knobs.knob(engine, knobs.POOL_SIZE_KNOB[engine])
+        out[rows] = clip_log2_values(log2_sizes[rows], knob, connections=connections)
+    return out

@@ -16,15 +16,12 @@ def import_reports(
     session: Session,
     reports: Iterable[ClimbReport],
     *,
-    limit: int | None = None,
     on_report: Callable[[], None] | None = None,
     flush_every: int = 500,
 ) -> tuple[int, int]:
     """Ingest ``reports`` idempotently (by their key); returns (created, already there)."""
     created = existing = 0
     for index, report in enumerate(reports):
-        if limit is not None and index >= limit:
-            break
         host = host_service.upsert_host(session, report.host)
         result = report_service.ingest_report(session, report, agent_id=None, agent_host_id=host.id)
         created += result.created

@@ -1,16 +1,5 @@
-"""Build ``datasets/sim-v1``: a seeded corpus of simulated workloads (see agents/sim).
-
-Each workload is drawn by :func:`agents.sim.random_workload` from its own seed
-(``seed × 1_000_003 + index``), so any one of them can be regenerated alone. For each:
-
-- the profile an agent would measure at the engine defaults over a 30 s window, with 10%
-  measurement noise on every measured quantity (:meth:`SimServer.measured_profile`);
-- the noise-free pool-size curve over :data:`SIZE_GRID` plus the optimum and the knee (at the
-  default oversubscribe and stall limit), and short oversubscribe / stall-limit curves at the
-  optimal size;
-- the optimal tuple (smallest size within 1% of the best, then the best secondary knobs),
-  the knee (smallest size reaching 95% of the peak), the peak and the default's throughput.
-"""
+"""Build ``datasets/sim-v1``: a seeded corpus of simulated workloads (see agents/sim), each
+with its measured profile, its curves, the optimal tuple and the knee (docs/datasets.md)."""
 
 from __future__ import annotations
 
@@ -216,7 +205,7 @@ Made with (seeded; the same command gives the same workloads):
 {manifest["command"]}
 ```
 
-Created {manifest["created_at"]}. Read with `trainer.datasets.load_dataset("sim-v1")`, which
+Created {manifest["created_at"]}. Read with `trainer.sources.datasets.load_dataset("sim-v1")`, which
 checks every file against `MANIFEST.json` and refuses a changed one; import into the service's
 database with `pooltune-trainer import-dataset sim-v1`.
 

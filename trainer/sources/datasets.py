@@ -1,19 +1,5 @@
-"""Datasets on disk: two Parquet tables, a manifest of hashes, and their loader.
-
-A dataset folder holds
-
-- ``workloads.parquet`` — one row per workload: ``workload_id``, ``group`` (workloads of one
-  group are never split between training and evaluation), ``kind``, the host facts
-  (``engine``, ``engine_version``, ``cpu_count``, ``memory_bytes``), every field of
-  :class:`agents.wire.WorkloadProfile` under its own name (``extras`` as a JSON string), the best
-  value of each tuned knob as ``best_<knob>``, ``knee_size``, ``peak_throughput`` and
-  ``default_throughput``;
-- ``curves.parquet`` — the measured or simulated curves, long format: ``workload_id``, ``knob``,
-  ``value``, ``throughput`` (mean), ``throughput_std``, ``samples``, ``latency_ms``;
-- ``MANIFEST.json`` — name, schema version, the command that made it, and the sha256 and size
-  of every file; :func:`load_dataset` refuses a dataset whose files do not match;
-- ``README.md`` — provenance and the meaning of every column.
-"""
+"""Datasets on disk: two Parquet tables and a manifest of hashes; write, verify and load them,
+and turn their workloads into examples or into reports. Format: docs/datasets.md."""
 
 from __future__ import annotations
 
@@ -21,7 +7,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,10 +23,11 @@ from agents.wire import (
     HostFacts,
     KnobTuple,
     Source,
+    TraceKind,
     TraceSample,
     WorkloadProfile,
 )
-from trainer.examples import Example
+from trainer.examples import Example, dataset_domain
 from trainer.regret import Curve
 
 SCHEMA_VERSION = 1
@@ -76,7 +63,7 @@ class DatasetError(ValueError):
 def datasets_dir() -> Path:
     """``POOLTUNE_DATASETS_DIR``, else the repository's ``datasets/`` folder."""
     configured = os.environ.get("POOLTUNE_DATASETS_DIR")
-    return Path(configured) if configured else Path(__file__).resolve().parents[1] / "datasets"
+    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "datasets"
 
 
 def resolve(name_or_path: str | Path) -> Path:
@@ -148,11 +135,20 @@ class Dataset:
 
     def size_curves(self) -> dict[str, Curve]:
         """The pool-size curve of every workload, by workload id."""
-        size_rows = self.curves[self.curves["knob"].isin(set(knobs.POOL_SIZE_KNOB.values()))]
-        out: dict[str, Curve] = {}
-        for workload_id, rows in size_rows.groupby("workload_id", sort=False):
+        return {
+            workload_id: curves[knob]
+            for workload_id, curves in self.knob_curves().items()
+            for knob in knobs.POOL_SIZE_KNOB.values()
+            if knob in curves
+        }
+
+    def knob_curves(self) -> dict[str, dict[str, Curve]]:
+        """Every workload's curves (throughput per value of one knob), by workload id, knob."""
+        out: dict[str, dict[str, Curve]] = {}
+        frame = self.curves.assign(knob=self.curves["knob"].astype(str))
+        for (workload_id, knob), rows in frame.groupby(["workload_id", "knob"], sort=False):
             rows = rows.sort_values("value")
-            out[str(workload_id)] = Curve(
+            out.setdefault(str(workload_id), {})[str(knob)] = Curve(
                 sizes=rows["value"].to_numpy(dtype=np.float64),
                 throughput=rows["throughput"].to_numpy(dtype=np.float64),
             )
@@ -240,31 +236,52 @@ def _best_tuple(row: Mapping[str, Any], engine: Engine) -> dict[str, int]:
     return best
 
 
+def sample(dataset: Dataset, limit: int | None) -> Dataset:
+    """At most ``limit`` workloads of ``dataset`` in a stable pseudo-random order (a hash of
+    the workload id), so a partial import spans the dataset's groups rather than its first
+    rows; a larger ``limit`` takes a superset of a smaller one's."""
+    if limit is None or limit >= len(dataset.workloads):
+        return dataset
+    order = dataset.workloads["workload_id"].map(
+        lambda workload_id: hashlib.sha256(str(workload_id).encode()).hexdigest()
+    )
+    chosen = dataset.workloads.loc[order.sort_values(kind="stable").index[:limit]].sort_index()
+    curves = dataset.curves[dataset.curves["workload_id"].isin(set(chosen["workload_id"]))]
+    return replace(dataset, workloads=chosen, curves=curves)
+
+
 def examples(dataset: Dataset) -> list[Example]:
-    """Every workload of ``dataset`` as a training example with its size curve."""
-    curves = dataset.size_curves()
+    """Every workload of ``dataset`` as a training example with its curves; real or
+    simulated by the dataset's name (:func:`trainer.examples.dataset_domain`)."""
+    curves = dataset.knob_curves()
+    domain = dataset_domain(dataset.name)
     out = []
     for row in dataset.workloads.to_dict(orient="records"):
         host, profile = _host_and_profile(row, dataset.name)
+        size_name = knobs.POOL_SIZE_KNOB[host.engine]
+        workload_curves = curves.get(str(row["workload_id"]), {})
         out.append(
             Example(
                 group=f"{dataset.name}:{row['group']}",
                 host=host,
                 profile=profile,
                 optimal_tuple=_best_tuple(row, host.engine),
-                curve=curves.get(str(row["workload_id"])),
+                curve=workload_curves.get(size_name),
                 origin=f"dataset:{dataset.name}:{row['workload_id']}",
+                domain=domain,
+                knob_curves={k: c for k, c in workload_curves.items() if k != size_name},
             )
         )
     return out
 
 
 def reports(dataset: Dataset, *, received: datetime | None = None) -> Iterator[ClimbReport]:
-    """Each workload as a :class:`ClimbReport` whose trace is its measured curve.
+    """Each workload as a :class:`ClimbReport` whose trace is its measured curve (samples of
+    kind sweep), so the trainer reads the same examples back from the database.
 
     The idempotency key is ``dataset:<name>:<workload_id>``, so importing twice stores nothing
-    new; ``climber.name`` is ``"dataset"`` and ``climber.settings`` carry the dataset, the
-    workload id and group, so the trainer reads the same examples back from the database.
+    new; ``climber`` is named ``"dataset"``, carries the workload group, and its settings the
+    dataset, workload id and kind.
     """
     stamp = received or datetime(2026, 1, 1, tzinfo=UTC)
     curves_by_workload = {
@@ -290,7 +307,8 @@ def reports(dataset: Dataset, *, received: datetime | None = None) -> Iterator[C
                         throughput=float(point["throughput"]),
                         latency_ms=_none_if_nan(point["latency_ms"]),
                         connections=profile.connections,
-                        state=f"sweep:{point['knob']}",
+                        kind=TraceKind.SWEEP,
+                        sweep_knob=str(point["knob"]),
                     )
                 )
         peak = float(row["peak_throughput"])
@@ -314,9 +332,9 @@ def reports(dataset: Dataset, *, received: datetime | None = None) -> Iterator[C
                 settings={
                     "dataset": dataset.name,
                     "workload_id": str(row["workload_id"]),
-                    "workload_group": f"{dataset.name}:{row['group']}",
                     "kind": str(row["kind"]),
                 },
+                workload_group=f"{dataset.name}:{row['group']}",
             ),
             started_at=stamp,
             finished_at=stamp,

@@ -1,0 +1,1 @@
+"""Where training examples come from: the service's database and the dataset files."""
