@@ -2,7 +2,9 @@
 # Make sure the real components the test suite talks to are installed and running:
 # PostgreSQL (with a "pooltune" role the tests log in as), MariaDB's server binaries (the
 # tests start their own pool-of-threads instance on their own port and data directory),
-# sysbench and PgBouncer. Everything comes from Debian's packages. Idempotent: on a machine
+# sysbench, PgBouncer and pgbench (the PgBouncer tests start their own cluster and pooler),
+# and Chromium with its driver (the console's browser tests drive the system browser
+# headless). Everything comes from Debian's packages. Idempotent: on a machine
 # that has it all, this only checks.
 set -euo pipefail
 
@@ -15,6 +17,12 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_package
 command -v mariadb-install-db >/dev/null 2>&1 || need_packages+=(mariadb-server)
 command -v sysbench >/dev/null 2>&1 || need_packages+=(sysbench)
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || need_packages+=(pgbouncer)
+[ -x /usr/bin/chromium ] || need_packages+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_packages+=(chromium-driver)
+# pgbench and pg_stat_statements ship with Debian's server package (postgresql-<v>); the PgBouncer
+# tests start their own cluster with those binaries (lab/postgres.py finds them by glob).
+compgen -G '/usr/lib/postgresql/*/bin/pgbench' >/dev/null || need_packages+=(postgresql)
+compgen -G '/usr/lib/postgresql/*/lib/pg_stat_statements.so' >/dev/null || need_packages+=(postgresql-contrib)
 
 if [ ${#need_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null 2>&1; then
@@ -50,4 +58,4 @@ if ! as_postgres psql -qtAX -c "select 1 from pg_roles where rolname = 'pooltune
   log "creating PostgreSQL role pooltune"
   as_postgres psql -qX -c "create role pooltune login createdb password 'pooltune'" >/dev/null
 fi
-log "ok: PostgreSQL, MariaDB binaries, sysbench and PgBouncer are ready"
+log "ok: PostgreSQL, MariaDB binaries, sysbench, PgBouncer, pgbench and Chromium are ready"

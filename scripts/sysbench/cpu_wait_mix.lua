@@ -5,7 +5,7 @@
 -- (a wait off the CPU inside the server, like a slow disk or a remote call). With
 -- CPU time S and wait W per request, the thread-pool heuristic predicts an optimal pool
 -- of about cores * (1 + W/S); this is the kind of load where the pool size can matter on
--- a 2-core host. Uses the tables `sbtest1..N` made by `sysbench oltp_read_only prepare`.
+-- a 2-core host. With `--sleep-ms=0` the request is CPU work only. Uses the tables `sbtest1..N` made by `sysbench oltp_read_only prepare`.
 --
 -- Usage: sysbench scripts/sysbench/cpu_wait_mix.lua --mysql-...=... --tables=4 \
 --          --table-size=10000 --threads=16 --time=60 run
@@ -35,5 +35,8 @@ function event()
       con:query(string.format("SELECT c FROM sbtest%d WHERE id = %d", t, id))
    end
    con:query(string.format("SELECT BENCHMARK(%d, MD5('pooltune'))", sysbench.opt.cpu_rounds))
-   con:query(string.format("SELECT SLEEP(%.4f)", sysbench.opt.sleep_ms / 1000.0))
+   -- sleep_ms = 0: CPU work only (no SLEEP statement at all).
+   if sysbench.opt.sleep_ms > 0 then
+      con:query(string.format("SELECT SLEEP(%.4f)", sysbench.opt.sleep_ms / 1000.0))
+   end
 end

@@ -1,0 +1,17 @@
+"""The dataset catalogs by version: ``--dataset v1`` (kept reproducible) and ``v2``."""
+
+from __future__ import annotations
+
+from scripts.mariadb_dataset import catalog_v1, catalog_v2
+from scripts.mariadb_dataset.cases import Catalog
+
+CATALOGS: dict[str, Catalog] = {c.version: c for c in (catalog_v1.CATALOG, catalog_v2.CATALOG)}
+LATEST = "v2"
+
+
+def catalog(version: str) -> Catalog:
+    """The catalog ``version``; a ValueError naming the known ones otherwise."""
+    try:
+        return CATALOGS[version]
+    except KeyError:
+        raise ValueError(f"no dataset catalog {version!r}; known: {', '.join(CATALOGS)}") from None

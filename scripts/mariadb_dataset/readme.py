@@ -1,0 +1,145 @@
+"""The dataset's README: ``readme_template.md`` filled with the provenance, the results table
+and the files' checksums."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pandas as pd
+
+from scripts.mariadb_dataset.cases import SERVER_NOTES, SERVER_OPTIONS, SIZE, Catalog
+
+TEMPLATE = Path(__file__).with_name("readme_template.md")
+
+
+def results_table(workloads: pd.DataFrame) -> str:
+    lines = [
+        "| workload | clients | metric | size 2 | best size (raw) | peak | gain over size 2 "
+        "| best within noise | knee | noise (CV) | beyond noise? | other CPU |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in workloads.to_dict(orient="records"):
+        lines.append(
+            f"| {row['workload']} | {row['clients']} | {row['throughput_metric'][:1]}ps "
+            f"| {row['throughput_size2']:.0f} | {row['best_size_raw']} "
+            f"| {row['peak_throughput']:.0f} | {row['gain_over_size2']:+.1%} "
+            f"| {row[f'best_{SIZE}']} | {row['knee_size']} | {row['noise_cv']:.1%} "
+            f"| {'yes' if row['differs_beyond_noise'] else 'no'} "
+            f"| {row['other_cpu_cores']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def secondary_table(curves: pd.DataFrame) -> str:
+    rows = curves[curves["knob"] != SIZE]
+    if rows.empty:
+        return "(none)"
+    lines = ["| workload | knob | value | mean | CV | samples |", "|---|---|---|---|---|---|"]
+    for row in rows.to_dict(orient="records"):
+        lines.append(
+            f"| {row['workload_id']} | {row['knob']} | {row['value']} | {row['throughput']:.0f} "
+            f"| {row['throughput_cv']:.1%} | {row['samples']} |"
+        )
+    return "\n".join(lines)
+
+
+def host_load(other_cpu_cores: pd.Series, *, busy_cores: float) -> str:
+    """The README's sentence on what else ran on the host while the sweeps measured."""
+    figures = (
+        f"other processes used on average {other_cpu_cores.mean():.2f} cores (max "
+        f"{other_cpu_cores.max():.2f} over a case) during the sweeps (`other_cpu_cores`)"
+    )
+    if other_cpu_cores.mean() > busy_cores:
+        return (
+            f"**Shared with other processes**: {figures}; samples were not filtered, so treat "
+            "the noise figures as those of a busy host."
+        )
+    return f"Quiet: {figures}."
+
+
+def servers_list(names: list[str]) -> str:
+    return "\n".join(
+        f"  - `{name}`: {SERVER_NOTES[name]}; `{' '.join(SERVER_OPTIONS[name])}`" for name in names
+    )
+
+
+def workloads_list(catalog: Catalog, names: list[str]) -> str:
+    lines = []
+    for name in names:
+        workload = catalog.workloads[name]
+        rows = (
+            ""
+            if workload.table_size == 10_000 and workload.tables == 4
+            else (f" ({workload.tables} × {workload.table_size:,} rows)")
+        )
+        lines.append(
+            f"  - `{name}` ({workload.kind}, server `{workload.server}`, "
+            f"{workload.metric}){rows}: {workload.description}"
+        )
+    return "\n".join(lines)
+
+
+def readme(
+    manifest: dict[str, Any],
+    *,
+    catalog: Catalog,
+    workloads: pd.DataFrame,
+    curves: pd.DataFrame,
+    description: dict[str, Any],
+) -> str:
+    """The README of a dataset written by ``trainer.sources.datasets.write_dataset``."""
+    timing = description["timing"]
+    host = description["host"]
+    secondary_cases = curves.loc[curves["knob"] != SIZE, "workload_id"].unique()
+    beyond = workloads[workloads["differs_beyond_noise"]]
+    within = workloads[~workloads["differs_beyond_noise"]]
+    # Changes made to the measured tables after the run, each with its reason.
+    notes = "".join(f"\n- {note}" for note in description.get("notes", []))
+    return Template(TEMPLATE.read_text()).substitute(
+        name=manifest["name"],
+        command=manifest["command"],
+        created_at=manifest["created_at"],
+        notes=f"\nChanged after the measurement:\n{notes}\n" if notes else "",
+        cores=host["cpu_count"],
+        cpu_count=host["cpu_count"],
+        cpu_model=host["cpu_model"],
+        memory_gib=f"{host['memory_bytes'] / 2**30:.1f}",
+        kernel=host["kernel"],
+        sysbench_version=host["sysbench_version"],
+        host_load=host_load(
+            workloads["other_cpu_cores"], busy_cores=float(description["busy_cores"])
+        ),
+        engine_version=description["engine_version"],
+        servers=servers_list(list(dict.fromkeys(workloads["server"]))),
+        workloads=workloads_list(catalog, list(dict.fromkeys(workloads["workload"]))),
+        summary=catalog.summary,
+        kinds=", ".join(f"`{k}`" for k in dict.fromkeys(workloads["kind"])),
+        secondary_count=len(secondary_cases),
+        measuring_minutes=f"{description['measuring_minutes']:.0f}",
+        busy_cores=f"{description['busy_cores']:g}",
+        commands="\n".join(
+            f"- `{row['workload_id']}`: `{row['sysbench_command']}`"
+            for row in workloads.to_dict(orient="records")
+        ),
+        size_grid=list(timing["size_grid"]),
+        grid_points=len(timing["size_grid"]),
+        oversubscribe_grid=list(timing["oversubscribe_grid"]),
+        stall_grid=list(timing["stall_grid"]),
+        dwell_s=f"{timing['dwell_s']:g}",
+        sample_period_s=f"{timing['sample_period_s']:g}",
+        discard_samples=timing["discard_samples"],
+        repeats=timing["repeats"],
+        secondary_repeats=timing["secondary_repeats"],
+        warmup_s=f"{timing['warmup_s']:g}",
+        baseline_s=f"{timing['baseline_s']:g}",
+        results_table=results_table(workloads),
+        beyond_noise=", ".join(beyond["workload_id"]) or "none",
+        within_noise=", ".join(within["workload_id"]) or "none",
+        secondary_table=secondary_table(curves),
+        files="\n".join(
+            f"| `{name}` | {meta['bytes']:,} | `{meta['sha256']}` |"
+            for name, meta in manifest["files"].items()
+        ),
+    )

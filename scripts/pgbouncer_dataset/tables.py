@@ -1,0 +1,96 @@
+"""The dataset's rows: a measured case as its ``workloads.parquet`` row and its
+``curves.parquet`` rows (``trainer/sources/datasets.py``'s format), and the two tables
+from every stored case."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from scripts.pgbouncer_dataset.cases import DEFAULT_SIZE, SIZE
+from scripts.pgbouncer_dataset.measure import MeasuredCase
+from scripts.sweep_rows import below_best_beyond_noise, curve_rows, mean_at, nan_if_none
+from trainer.sources.datasets import CURVE_COLUMNS
+
+
+def workload_row(measured: MeasuredCase, machine: Mapping[str, Any]) -> dict[str, Any]:
+    """One case's row: the profile at the default size, the best size, the analysis columns."""
+    case, sweep = measured.case, measured.sweep
+    profile = sweep.baseline_profile or sweep.profile
+    assert profile is not None, f"{case.case_id}: no profile"
+    row: dict[str, Any] = {
+        "workload_id": case.case_id,
+        "group": case.workload.name,
+        "kind": case.workload.kind,
+        "engine": "pgbouncer",
+        "engine_version": measured.engine_version,
+        "cpu_count": int(machine["cpu_count"]),
+        "memory_bytes": int(machine["memory_bytes"]),
+    }
+    for name, value in profile.model_dump().items():
+        row[name] = json.dumps(value) if name == "extras" else value
+    peak = sweep.best_mean
+    default = mean_at(sweep, DEFAULT_SIZE)
+    rule_of_thumb = 2 * int(machine["cpu_count"]) + 1
+    row |= {
+        f"best_{SIZE}": sweep.best_within_noise,
+        "knee_size": sweep.knee,
+        "peak_throughput": peak,
+        "default_throughput": default,
+        # Analysis columns (not features).
+        "workload": case.workload.name,
+        "pool_mode": case.pool_mode,
+        "clients": case.clients,
+        "pgbench_script": case.workload.script.builtin or case.workload.script.name,
+        "throughput_metric": "transactions",
+        "best_size_raw": sweep.best_value,
+        "gain_over_default": peak / default - 1.0 if default > 0 else math.nan,
+        "rule_of_thumb_size": rule_of_thumb,
+        "noise_cv": sweep.noise,
+        "differs_beyond_noise": below_best_beyond_noise(sweep, DEFAULT_SIZE),
+        "other_cpu_cores": nan_if_none(sweep.other_cpu),
+        "other_cpu_before_cores": nan_if_none(measured.other_cpu_before),
+        "pgbench_ok": measured.pgbench_ok,
+        "pgbench_command": measured.pgbench_command,
+        "measured_at": sweep.started_at.isoformat(timespec="seconds"),
+    }
+    return row
+
+
+def case_rows(measured: MeasuredCase, machine: Mapping[str, Any]) -> dict[str, Any]:
+    """What the case store keeps of a case: its rows and every sample of the sweep."""
+    return {
+        "workload_row": workload_row(measured, machine),
+        "curve_rows": curve_rows(measured.case.case_id, measured.sweep),
+        "samples": [
+            {
+                "size": s.value,
+                "repeat": s.repeat,
+                "index": s.index,
+                "t_s": round(s.t_s, 3),
+                "throughput": round(s.throughput, 3),
+                "latency_ms": s.latency_ms,
+                "discarded": s.discarded,
+                "other_cpu": s.other_cpu,
+            }
+            for s in measured.sweep.samples
+        ],
+        "notes": list(measured.sweep.notes),
+    }
+
+
+def build_tables(documents: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``workloads`` and ``curves`` from stored cases, in the order given."""
+    documents = list(documents)
+    workloads = pd.DataFrame.from_records([d["workload_row"] for d in documents])
+    for name in (f"best_{SIZE}", "knee_size", "best_size_raw"):
+        workloads[name] = workloads[name].astype("Int64")
+    curves = pd.DataFrame.from_records([row for d in documents for row in d["curve_rows"]])
+    curves = curves.astype({"value": "int32", "samples": "int16"})
+    missing = [c for c in CURVE_COLUMNS if c not in curves.columns]
+    assert not missing, missing
+    return workloads, curves
