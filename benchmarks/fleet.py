@@ -1,14 +1,11 @@
 """A fleet of simulated database hosts running the real agent against the real service.
 
-Each host is a :class:`~agents.loop.AgentLoop` over a
-:class:`~agents.targets.simulated.SimulatedTarget` with a virtual clock: every
-``iterate()`` reads the next 2-second sample of the simulator, so nothing sleeps and a
-fleet climbs hours of simulated time in seconds. The service is the real one
-(``pooltune-service serve`` under uvicorn on 127.0.0.1) on a fresh PostgreSQL database
-that :class:`LiveService` creates, migrates and drops; hosts enrol over HTTP with a real
-enrolment token made with the admin token, ask for recommendations and upload reports.
-
-Used by ``benchmarks/warm_start.py`` and ``tests/test_loop_e2e.py``.
+Each host is the agent ``pooltune-agent run`` assembles (:func:`agents.wiring.assemble_agent`)
+over a :class:`~agents.targets.simulated.SimulatedTarget` with a virtual clock, so a fleet
+climbs hours of simulated time in seconds. The service is the real one (uvicorn on 127.0.0.1)
+on a fresh PostgreSQL database that :func:`live_service` creates, migrates and drops; hosts
+enrol over HTTP, ask for recommendations and upload reports. Used by
+``benchmarks/warm_start.py`` and ``tests/test_loop_e2e.py``.
 """
 
 from __future__ import annotations
@@ -17,11 +14,9 @@ import logging
 import math
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,40 +24,25 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from sqlalchemy import create_engine, make_url, text
-from sqlalchemy.pool import NullPool
 
-from agents.cli import make_climber_factory
 from agents.config import AgentConfig, parse_config
 from agents.knobs import Engine
 from agents.loop import AgentLoop, Phase
+from agents.service_client import ServiceClient, enroll_agent
 from agents.sim import NoiseConfig, SimServer, SimWorkload
-from agents.spool import Spool
 from agents.targets.simulated import SimulatedTarget
-from agents.uploader import ServiceClient, Uploader, make_http_client
 from agents.wire import KnobTuple, RecommendationRequest, RecommendationResponse, Source
+from agents.wiring import assemble_agent
 from benchmarks.climb import T95_WINDOW, t95
+from lab.databases import create_database, drop_database
+from lab.processes import free_port
 
 logger = logging.getLogger(__name__)
 
 SIZE = "thread_pool_size"
-PG_URL_ENV = "POOLTUNE_BENCH_PG_URL"
-DEFAULT_PG_URL = os.environ.get(
-    "POOLTUNE_TEST_PG_URL", "postgresql+psycopg://pooltune:pooltune@127.0.0.1:5432/postgres"
-)
 #: The agent's profiling window: 15 two-second samples at the tuple in force.
 PROFILE_WINDOW_S = 30.0
 FINAL_WINDOW = 60
-
-
-def server_url() -> str:
-    return os.environ.get(PG_URL_ENV, DEFAULT_PG_URL)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -88,14 +68,9 @@ class LiveService:
 def live_service(*, log_path: Path, startup_timeout_s: float = 60.0) -> Iterator[LiveService]:
     """Create a database, serve the app on 127.0.0.1 (it migrates at start), then stop the
     server and drop the database, whatever happened in between."""
-    maintenance = make_url(server_url())
-    name = f"pooltune_fleet_{uuid.uuid4().hex[:10]}"
-    admin_engine = create_engine(maintenance, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    with admin_engine.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    database_url = maintenance.set(database=name).render_as_string(hide_password=False)
+    database_url = create_database("pooltune_fleet")
     admin_token = secrets.token_urlsafe(24)
-    port = _free_port()
+    port = free_port()
     env = os.environ | {
         "POOLTUNE_DATABASE_URL": database_url,
         "POOLTUNE_ADMIN_TOKEN": admin_token,
@@ -132,9 +107,7 @@ def live_service(*, log_path: Path, startup_timeout_s: float = 60.0) -> Iterator
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-            with admin_engine.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin_engine.dispose()
+            drop_database(database_url)
 
 
 class ColdStartClient(ServiceClient):
@@ -240,15 +213,18 @@ def build_fleet(
             SimServer(workload, seed=seed * 100_003 + index, noise=noise), hostname=name
         )
         config = _agent_config(state_root / name, service.url, climb_max_s=climb_max_s)
-        http = make_http_client(service.url, timeout_s=config.service.timeout_s)
-        credentials = ServiceClient(http, max_attempts=3).enroll(enrollment, target.host_facts())
-        client_type = ColdStartClient if cold else ServiceClient
-        client = client_type(http, token=credentials.agent_token, max_attempts=3)
-        loop = AgentLoop(
+        credentials = enroll_agent(
+            service.url,
+            enrollment,
+            target.host_facts(),
+            timeout_s=config.service.timeout_s,
+            max_attempts=config.service.max_attempts,
+        )
+        loop = assemble_agent(
             config,
             target=target,
-            climber_factory=make_climber_factory(config),
-            uploader=Uploader(client, Spool(config.spool_dir)),
+            agent_token=credentials.agent_token,
+            client_class=ColdStartClient if cold else ServiceClient,
             clock=_virtual_clock(target),
         )
         hosts.append(HostRun(name=name, workload=workload, target=target, loop=loop))

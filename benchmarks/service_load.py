@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,42 +26,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, make_url, text
+from sqlalchemy import create_engine, make_url
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.pool import NullPool
 
 from agents.knobs import Engine
+from lab.databases import create_database, drop_database
+from lab.processes import free_port
 from service.recommendations.model_format import LinearKnobModel, LinearPredictor, dump_predictor
 from service.registry.service import promote_version, register_version
 
-PG_URL = os.environ.get(
-    "POOLTUNE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 ADMIN_TOKEN = "bench-admin-token-" + uuid.uuid4().hex
 TRACE_SAMPLES = 60
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _create_database() -> str:
-    name = f"pooltune_bench_{uuid.uuid4().hex[:10]}"
-    engine = create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    with engine.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-
-
-def _drop_database(url: str) -> None:
-    engine = create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    with engine.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
-    engine.dispose()
 
 
 def _promote_model(database_url: str) -> None:
@@ -259,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    database_url = _create_database()
-    port = _free_port()
+    database_url = create_database("pooltune_bench")
+    port = free_port()
     env = {
         **os.environ,
         "POOLTUNE_DATABASE_URL": database_url,
@@ -308,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
-        _drop_database(database_url)
+        drop_database(database_url)
     return 0
 
 

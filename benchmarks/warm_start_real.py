@@ -1,23 +1,7 @@
-"""The real-MariaDB half of ``benchmarks/warm_start.py``.
-
-From ``datasets/mariadb-2core-v1`` (pool-size sweeps measured with ``pooltune-agent sweep``
-under sysbench), pick the case whose sweep shows the clearest optimum: the largest gain of
-the best size over the default size, among the cases where the default is below the best by
-more than the sweep's noise (``differs_beyond_noise``), and among the workloads that
-``benchmarks/mariadb_live.py`` can run again (not the pinned ones). Hold its whole workload
-(every client count) out, then:
-
-1. Static: score starts against the held-out case's measured curve: the cold start (the
-   engine default, ``thread_pool_size`` = cores) and warm starts from models trained on the
-   other workloads of the dataset (the trainer's LightGBM, a few trials, and the
-   nearest-workload baseline), and on those plus 3,000 workloads of sim-v1 (as the service
-   learns: the live warm agent's model). The figure is the measured throughput at the start / the
-   sweep's best: the regret the start leaves for the climber to close.
-2. Live (``--live``): the agent itself on a fresh MariaDB under the same sysbench load
-   (:func:`benchmarks.mariadb_live.run_case`): an oracle sweep, the agent cold (from the
-   default tuple), then the agent warm, enrolled with the real service whose promoted
-   model the real trainer CLI learned from sim-v1 and the real dataset without the workload.
-   About 15 minutes.
+"""The real-MariaDB half of ``benchmarks/warm_start.py``: cold vs warm starts scored on the
+measured curve of the clearest case of ``datasets/mariadb-2core-v1`` (its workload held out of
+every model), and with ``--live`` the agent itself cold and warm on a fresh server under the
+same load. See docs/lab.md ("Warm start on the real server").
 """
 
 from __future__ import annotations
@@ -29,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from agents.knobs import Engine
 
 if TYPE_CHECKING:
-    from trainer.datasets import Dataset
     from trainer.regret import Curve
+    from trainer.sources.datasets import Dataset
 
 Write = Callable[[str], None]
 
@@ -65,8 +49,9 @@ def real_comparison(
     live_seconds: float = 300.0,
     work_dir: Path = Path("/tmp/pooltune-bench"),
 ) -> None:
-    from benchmarks.mariadb_live import DATASET_GROUPS, WARM_SIM_WORKLOADS
-    from trainer import datasets
+    from benchmarks.live.cases import DATASET_GROUPS
+    from benchmarks.live.warm import WARM_SIM_WORKLOADS
+    from trainer.sources import datasets
 
     write(f"real MariaDB ({name}):")
     try:
@@ -99,7 +84,8 @@ def real_comparison(
         return
     starts: list[tuple[str, float]] = [("cold (default)", float(case.host.cpu_count))]
     starts.append(("warm: nearest", float(baseline_predictors(rest)["nearest"]([case])[0])))
-    from trainer.models import SearchConfig, predict_sizes, search_lightgbm
+    from trainer.evaluation import predict_sizes
+    from trainer.search import SearchConfig, search_lightgbm
 
     # The real cases alone, and with the simulated corpus as the service learns (what
     # `make run` bundles plus these cases: the live warm agent's model).
@@ -143,22 +129,24 @@ def live_comparison(
     write: Write,
 ) -> None:
     """The agent cold and warm on a fresh MariaDB under ``workload`` × ``clients``."""
-    from benchmarks import mariadb_live
+    from benchmarks.live.case import case_key, run_case
+    from benchmarks.live.report import print_warm_comparison
+    from benchmarks.live.warm import WARM_SIM_WORKLOADS, warm_service
 
     write(
         f"  live: {workload} × {clients} clients on a fresh MariaDB (sweep, then the agent "
         f"cold and warm for {agent_seconds:.0f} s each)"
     )
     raw: dict[str, Any] = {}
-    with mariadb_live.warm_service(
+    with warm_service(
         workload,
         real_dataset=real_dataset,
-        sim_workloads=mariadb_live.WARM_SIM_WORKLOADS,
+        sim_workloads=WARM_SIM_WORKLOADS,
         trials=5,
         work_dir=work_dir / f"warm-{workload}",
         agents=2,  # the cold and the warm agent
     ) as warm:
-        mariadb_live.run_case(
+        run_case(
             workload,
             clients,
             sizes=[1, 2, 4, 8, 16, 32],
@@ -170,5 +158,5 @@ def live_comparison(
             raw=raw,
             warm=warm,
         )
-    key = f"{workload}x{clients}"
-    mariadb_live.print_warm_comparison(key, raw[key], raw[f"{key}-warm"])
+    cold_key, warm_key = case_key(workload, clients), case_key(workload, clients, warm=True)
+    print_warm_comparison(cold_key, raw[cold_key], raw[warm_key])

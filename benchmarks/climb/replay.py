@@ -1,0 +1,193 @@
+"""Replay of the real MariaDB curves in datasets/mariadb-2core-v1 (family "real").
+
+Every size of a case keeps its kept 1-s samples, three per visit, visited three times
+minutes apart. The replay of one 2-s sample at pool size ``n``:
+
+- between two measured sizes, ``n`` takes each sample from the lower or the upper one with
+  the weights of its position in log size (so the mean is interpolated in log size, and a
+  size's stalls stay stalls instead of being smoothed away);
+- a 2-s sample is the mean of two 1-s samples drawn with replacement from the size's nine
+  (an IO-bound size that stalled in one second of the sweep shows a half-empty sample);
+- the drift between visits is real: each visit's common factor (the median over the sizes
+  of the visit's mean over the size's mean) is divided out of its samples, and the replay
+  moves from visit to visit every ~64 s (one pass of the sweep), interpolating the factor
+  in log, so the same size reads higher or lower minutes apart as it did on the server;
+- the truth the run is scored on is each size's mean (drift divided out), interpolated the
+  same way; sizes above the largest measured take its samples. The secondary knobs were
+  swept at size 2 only (two cases), so here they have no effect.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from agents.sim.model import SIZE_KNOB
+from trainer.sources.datasets import load_dataset
+
+DATASET = "mariadb-2core-v1"
+#: Samples per pass of the sweep (9 sizes × (5 s + 2 s dropped) ≈ 64 s of 2-s samples).
+VISIT_SAMPLES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class RealCase:
+    workload_id: str
+    cores: int
+    clients: int
+    sizes: tuple[int, ...]
+    #: Per size: the kept 1-s samples with their visit's drift divided out.
+    samples: tuple[tuple[float, ...], ...]
+    #: Per size: the mean of those samples (the truth).
+    means: tuple[float, ...]
+    cpu_cores: tuple[float, ...]
+    latency_ms: tuple[float, ...]
+    #: Common drift factor of each visit.
+    drift: tuple[float, ...]
+    #: The dataset's verdicts: size 2 below the best beyond the noise; the smallest size
+    #: within the noise of the best.
+    differs: bool
+    tied_size: int
+
+    def weights(self, size: float) -> tuple[int, int, float]:
+        """Indices of the measured sizes around ``size`` and the upper one's weight."""
+        grid = self.sizes
+        if size <= grid[0]:
+            return 0, 0, 0.0
+        if size >= grid[-1]:
+            last = len(grid) - 1
+            return last, last, 0.0
+        upper = next(i for i, s in enumerate(grid) if s >= size)
+        lower = upper - 1
+        if grid[upper] == size:
+            return upper, upper, 0.0
+        weight = (math.log(size) - math.log(grid[lower])) / (
+            math.log(grid[upper]) - math.log(grid[lower])
+        )
+        return lower, upper, weight
+
+    def truth(self, size: float) -> float:
+        lower, upper, weight = self.weights(size)
+        return (1.0 - weight) * self.means[lower] + weight * self.means[upper]
+
+    def peak(self) -> float:
+        return max(self.means)
+
+
+@cache
+def real_cases() -> dict[str, RealCase]:
+    """Every case of the dataset with a pool-size sweep, by workload id."""
+    dataset = load_dataset(DATASET)
+    workloads = dataset.workloads.set_index("workload_id")
+    curves = dataset.curves[dataset.curves["knob"] == SIZE_KNOB]
+    cases: dict[str, RealCase] = {}
+    for workload_id, points in curves.groupby("workload_id"):
+        points = points.sort_values("value")
+        row = workloads.loc[workload_id]
+        per_size = [_visits(p.throughput_samples, p.visit_means) for p in points.itertuples()]
+        drift = _common_drift(per_size)
+        samples = tuple(
+            tuple(x / drift[v] for v, visit in enumerate(visits) for x in visit)
+            for visits in per_size
+        )
+        cases[str(workload_id)] = RealCase(
+            workload_id=str(workload_id),
+            cores=int(row["cpu_count"]),
+            clients=int(row["clients"]),
+            sizes=tuple(int(v) for v in points["value"]),
+            samples=samples,
+            means=tuple(float(np.mean(s)) for s in samples),
+            cpu_cores=tuple(float(c) for c in points["server_cpu_cores"]),
+            latency_ms=tuple(float(x) for x in points["latency_ms"].fillna(0.0)),
+            drift=tuple(drift),
+            differs=bool(row["differs_beyond_noise"]),
+            tied_size=int(row["best_thread_pool_size"]),
+        )
+    return cases
+
+
+def _visits(samples_json: str, visit_means_json: str) -> list[list[float]]:
+    """The samples split into visits (in measuring order, equal shares)."""
+    samples = [float(x) for x in json.loads(samples_json)]
+    visits = len(json.loads(visit_means_json)) or 1
+    if len(samples) % visits:
+        return [samples]
+    share = len(samples) // visits
+    return [samples[i * share : (i + 1) * share] for i in range(visits)]
+
+
+def _common_drift(per_size: list[list[list[float]]]) -> list[float]:
+    """Per visit: the median over sizes of the visit's mean / the size's mean."""
+    visits = max(len(v) for v in per_size)
+    ratios: list[list[float]] = [[] for _ in range(visits)]
+    for size_visits in per_size:
+        overall = float(np.mean([x for visit in size_visits for x in visit]))
+        if len(size_visits) != visits or overall <= 0:
+            continue
+        for index, visit in enumerate(size_visits):
+            mean = float(np.mean(visit))
+            if mean > 0:
+                ratios[index].append(math.log(mean / overall))
+    return [math.exp(float(np.median(r))) if r else 1.0 for r in ratios]
+
+
+class Replay:
+    """2-s samples of one case for one run (the seed fixes every draw, whatever the
+    climber does: draws are per sample index, not per size asked)."""
+
+    def __init__(self, case: RealCase, seed: int) -> None:
+        self.case = case
+        rng = np.random.default_rng(seed)
+        self._rng = rng
+        self._visit_path = [int(rng.integers(len(case.drift)))]
+        self._phase = int(rng.integers(VISIT_SAMPLES))
+        self._draws: list[tuple[float, float, float, float, float]] = []
+
+    def _draw(self, index: int) -> tuple[float, float, float, float, float]:
+        while index >= len(self._draws):
+            rng = self._rng
+            self._draws.append(
+                (
+                    float(rng.random()),
+                    float(rng.random()),
+                    float(rng.random()),
+                    float(rng.random()),
+                    float(rng.standard_normal()),
+                )
+            )
+        return self._draws[index]
+
+    def drift(self, index: int) -> float:
+        """The common drift factor at sample ``index`` (log-interpolated between visits)."""
+        position = (index + self._phase) / VISIT_SAMPLES
+        epoch = int(position)
+        while len(self._visit_path) <= epoch + 1:
+            step = 1 if self._rng.random() < 0.5 else -1
+            visits = len(self.case.drift)
+            self._visit_path.append((self._visit_path[-1] + step) % visits)
+        here = math.log(self.case.drift[self._visit_path[epoch]])
+        there = math.log(self.case.drift[self._visit_path[epoch + 1]])
+        fraction = position - epoch
+        return math.exp(here + fraction * (there - here))
+
+    def sample(self, index: int, knobs: Mapping[str, int]) -> tuple[float, float, float]:
+        """Throughput, server CPU cores and latency (ms) of sample ``index`` at ``knobs``."""
+        case = self.case
+        size = float(knobs.get(SIZE_KNOB, case.cores))
+        lower, upper, weight = case.weights(size)
+        pick_a, pick_b, side_a, side_b, cpu_noise = self._draw(index)
+        drift = self.drift(index)
+        values = []
+        for pick, side in ((pick_a, side_a), (pick_b, side_b)):
+            point = upper if side < weight else lower
+            pool = case.samples[point]
+            values.append(pool[min(int(pick * len(pool)), len(pool) - 1)])
+        throughput = drift * 0.5 * (values[0] + values[1])
+        cpu = (1.0 - weight) * case.cpu_cores[lower] + weight * case.cpu_cores[upper]
+        latency = (1.0 - weight) * case.latency_ms[lower] + weight * case.latency_ms[upper]
+        return throughput, max(0.0, cpu * (1.0 + 0.05 * cpu_noise)), latency

@@ -1,0 +1,95 @@
+"""The suite's scenarios: which family, noise, start and seed each run uses.
+
+A scenario is a value: its seed sequence fixes the curve and the noise, so every climber
+runs the same scenarios against exactly the same noise (DESIGN.md, "Benchmark vocabulary").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CLIMBER_NAMES = ("pooltune", "reference", "dotnet", "hellerstein", "static")
+#: The first suite: formula curves A and B, and the simulator's workloads.
+BASE_FAMILIES = ("A", "B", "cpu", "io", "lock", "light")
+#: Real-world behaviour (issue 15): stalls and heavy tails, wide plateaus, an optimum that
+#: moves during the search, secondary knobs with no effect and with a large one, a cliff.
+NOISY_FAMILIES = ("stall", "plateau", "moving", "noeffect", "secondary", "cliff")
+#: Replays of the real curves of datasets/mariadb-2core-v1.
+REAL_FAMILY = "real"
+FAMILIES = BASE_FAMILIES + NOISY_FAMILIES + (REAL_FAMILY,)
+SYNTHETIC_FAMILIES = BASE_FAMILIES + NOISY_FAMILIES
+#: Plateau curves: thread economy is scored on them.
+PLATEAU_FAMILIES = frozenset({"B", "light", "plateau"})
+#: Families whose secondary knobs change throughput (the others must leave them alone).
+SECONDARY_MATTERS = frozenset({"cpu", "io", "lock", "light", "secondary"})
+CVS = (0.02, 0.05, 0.10, 0.15)
+#: Cold starts of the first suite: size 1, the core count (the engine default), 128.
+STARTS = ("left", "cores", "right")
+#: Cold starts of the new families: also four times the cores.
+WIDE_STARTS = ("left", "cores", "4cores", "right")
+COLD_STARTS = frozenset(WIDE_STARTS)
+#: Warm starts: within ±30% of the optimum, and wrong ones (4–5× and 0.25× the optimum),
+#: each with a plausible range around the start.
+WARM_STARTS = ("warm", "warm-high", "warm-low")
+SAMPLES_PER_MINUTE = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    family: str
+    cv: float
+    start: str
+    seed: int
+    samples: int
+    switch: bool = False
+    #: The real case replayed (family "real" only).
+    case: str = ""
+
+    @property
+    def seed_sequence(self) -> list[int]:
+        sequence = [
+            self.seed,
+            FAMILIES.index(self.family),
+            int(round(self.cv * 1000)),
+            int(self.switch),
+        ]
+        if self.case:
+            sequence.append(sum(ord(c) * (i + 1) for i, c in enumerate(self.case)))
+        return sequence
+
+    @property
+    def cold(self) -> bool:
+        return self.start in COLD_STARTS
+
+
+def build_suite(seeds: int, *, quick: bool, real_cases: list[str]) -> list[Scenario]:
+    """Every scenario: the first suite as before, the new families with four starts and a
+    noise sweep, wrong warm starts, and every real case from every start."""
+    length = 160 if quick else 300
+    suite: list[Scenario] = []
+    for seed in range(seeds):
+        for family in BASE_FAMILIES:
+            # Main condition: CV 5%, every start for every seed.
+            for start in STARTS:
+                suite.append(Scenario(family, 0.05, start, seed, length))
+            # Noise sweep: starts rotate over seeds.
+            for cv in CVS:
+                if cv != 0.05:
+                    suite.append(Scenario(family, cv, STARTS[seed % 3], seed, length))
+            for warm in WARM_STARTS:
+                suite.append(Scenario(family, 0.05, warm, seed, length))
+            suite.append(Scenario(family, 0.05, STARTS[seed % 3], seed, 2 * length, switch=True))
+            if not quick:
+                suite.append(
+                    Scenario(family, 0.15, STARTS[seed % 3], seed, 2 * length, switch=True)
+                )
+        for family in NOISY_FAMILIES:
+            for start in WIDE_STARTS:
+                suite.append(Scenario(family, 0.05, start, seed, length))
+            for cv in CVS:
+                if cv != 0.05:
+                    suite.append(Scenario(family, cv, WIDE_STARTS[seed % 4], seed, length))
+        for case in real_cases:
+            for start in WIDE_STARTS:
+                suite.append(Scenario(REAL_FAMILY, 0.0, start, seed, length, case=case))
+    return suite

@@ -1,0 +1,107 @@
+"""The agent itself on a live server: in-process, with the real climber, alone (from its
+local heuristic) or enrolled with a service (from its recommendation, or cold from the
+tuple in force), watched by an independent :class:`Observer`. Any engine: the target comes
+from the agent's own wiring (:func:`agents.wiring.make_target`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.config import AgentConfig, parse_config
+from agents.service_client import ServiceClient, enroll_agent
+from agents.targets.base import Target
+from agents.wiring import assemble_agent, make_target
+from benchmarks.live.cases import SAMPLE_S
+from benchmarks.live.observer import Observer
+from benchmarks.live.warm import WarmService
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    series: list[float]
+    sizes: list[int]
+    knob_changes: int
+    #: The size the climb started from and where it came from (heuristic, model, …).
+    start_size: int
+    start_source: str
+
+
+def agent_config(
+    target_section: Mapping[str, Any],
+    *,
+    knob: str,
+    bounds: tuple[int, int],
+    seconds: float,
+    state_dir: Path,
+    service: WarmService | None,
+) -> AgentConfig:
+    """The agent's configuration: ``[target]`` as given, the pool size ``knob`` only inside
+    ``bounds``, measured every ``SAMPLE_S``."""
+    return parse_config(
+        {
+            "agent": {
+                "state_dir": str(state_dir),
+                "sample_period_s": SAMPLE_S,
+                "profile_window_s": 10.0,
+                "climb_max_s": seconds,
+                "log_level": "INFO",
+            },
+            "target": dict(target_section),
+            "climber": {"knobs": [knob]},
+            "bounds": {knob: list(bounds)},
+        }
+        | ({"service": {"url": service.url, "timeout_s": 30.0}} if service else {}),
+        env={},  # the process environment does not configure the benchmark's agent
+    )
+
+
+def enrol(service: WarmService, target: Target) -> str:
+    """Enrol this host with ``service``; its agent token."""
+    target.connect()
+    credentials = enroll_agent(
+        service.url, service.enrollment_token, target.host_facts(), timeout_s=30.0, max_attempts=3
+    )
+    return credentials.agent_token
+
+
+def run_agent(
+    config: AgentConfig,
+    observer: Observer,
+    seconds: float,
+    *,
+    service: WarmService | None = None,
+    cold: bool = False,
+) -> AgentRun:
+    """The agent of ``config`` for ``seconds``: with ``service``, enrolled there and
+    starting from its recommendation, or from the tuple in force when ``cold`` (it only
+    uploads); without, from the local heuristic (no service). Its final tuple stays in
+    force."""
+    knob = observer.knob
+    target = make_target(config, knobs=[knob])
+    from benchmarks.fleet import ColdStartClient
+
+    loop = assemble_agent(
+        config,
+        target=target,
+        agent_token=enrol(service, target) if service is not None else None,
+        client_class=ColdStartClient if cold else ServiceClient,
+    )
+    loop.start()
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    sizes: list[int] = []
+    series = observer.hold(seconds, sizes)
+    loop.stop.set()
+    thread.join(timeout=30)
+    changes = loop.counters.knob_changes
+    climb = loop.climb
+    start_size = climb.start_tuple[knob] if climb is not None else (sizes[0] if sizes else 0)
+    source = climb.source.value if climb is not None else "none"
+    # Keep the agent's tuple in force for the final figure; shutdown would restore.
+    loop.original.clear()
+    loop.shutdown()
+    return AgentRun(series, sizes, changes, start_size, source)

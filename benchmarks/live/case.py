@@ -1,0 +1,242 @@
+"""One live case: the oracle sweep, the agent (cold, and warm with a service), and the
+agent's final size side by side with the oracle's. :func:`measure_case` does it on any
+engine's :class:`Observer`; :func:`run_case` is MariaDB's (a fresh server under sysbench)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agents.config import AgentConfig, TargetSection
+from agents.sweep import best_value
+from agents.targets.mariadb import MariaDBTarget
+from benchmarks.live.agent_runs import agent_config, run_agent
+from benchmarks.live.cases import SIZE, WORKLOADS, metric_of
+from benchmarks.live.observer import Observer
+from benchmarks.live.oracle import measured_points, side_by_side, sweep_sizes
+from benchmarks.live.scoring import LiveCaseScore, score_case, sweep_noise, sweep_points
+from benchmarks.live.warm import WarmService
+from lab.mariadb import SYNC_TIMING_ARGS, running_mariadb
+from lab.sysbench import SysbenchLoad
+
+#: Seconds of load before the first measurement.
+WARM_UP_S = 5.0
+#: Seconds at the default size before the next agent starts.
+SETTLE_S = 10.0
+#: Seconds at the default size when the sweep's grid does not have it.
+DEFAULT_DWELL_S = 10.0
+
+#: The agent's configuration for a run: (its label, its state directory) → config.
+AgentConfigFor = Callable[[str, Path], AgentConfig]
+
+
+def case_key(workload: str, clients: int, *, warm: bool = False) -> str:
+    """The case's key in ``--json`` files: ``read_onlyx16`` (``-warm`` for the warm run)."""
+    return f"{workload}x{clients}" + ("-warm" if warm else "")
+
+
+def measure_oracle(
+    observer: Observer,
+    sizes: list[int],
+    *,
+    default_size: int,
+    dwell_s: float,
+    repeats: int,
+    state_dir: Path,
+    label: str,
+) -> dict[str, Any]:
+    """The sweep's samples per size and the default size's throughput, as ``--json``
+    records them; the default size is in force afterwards."""
+    sweep = sweep_sizes(observer, sizes, dwell_s=dwell_s, repeats=repeats, state_dir=state_dir)
+    points = measured_points(sweep)
+    recorded: dict[str, Any] = {
+        "sweep": {str(size): list(point.samples) for size, point in points.items()},
+        "default_size": default_size,
+    }
+    if default_size in points:  # measured interleaved with the others
+        recorded["default_tps"] = points[default_size].mean
+    else:
+        alone = sweep_sizes(
+            observer, [default_size], dwell_s=DEFAULT_DWELL_S, repeats=1, state_dir=state_dir
+        )
+        recorded["default_samples"] = list(alone.point(default_size).samples)
+        recorded["default_tps"] = statistics.fmean(recorded["default_samples"])
+    recorded["foreign_cores"] = {"sweep": sweep.other_cpu or 0.0}
+    observer.set_size(default_size)
+    sweep_text = ", ".join(f"{size}: {point.mean:.0f}" for size, point in points.items())
+    print(
+        f"# {label}: sweep {{{sweep_text}}} (noise ±{sweep_noise(points):.1%}), other "
+        f"processes used {sweep.other_cpu or 0.0:.2f} cores on average",
+        flush=True,
+    )
+    return recorded
+
+
+def measure_agent(
+    observer: Observer,
+    config: AgentConfig,
+    *,
+    label: str,
+    oracle_size: int,
+    agent_seconds: float,
+    ab_seconds: float,
+    sweep_dir: Path,
+    warm: WarmService | None,
+    cold: bool,
+) -> dict[str, Any]:
+    """One agent run and its final size side by side with the oracle's, as ``--json``
+    records them."""
+    observer.foreign_cores.clear()
+    run = run_agent(config, observer, agent_seconds, service=warm, cold=cold)
+    agent_foreign = statistics.fmean(observer.foreign_cores or [0.0])
+    print(
+        f"# {label}: start {run.start_size} ({run.start_source}); agent series "
+        + " ".join(f"{v:.0f}@{n}" for v, n in zip(run.series, run.sizes, strict=True))
+        + f"; other processes used {agent_foreign:.2f} cores on average",
+        flush=True,
+    )
+    final_size = observer.size()
+    ab_ratio = 1.0
+    if final_size != oracle_size:
+        ab_ratio = side_by_side(
+            observer, final_size, oracle_size, dwell_s=ab_seconds, state_dir=sweep_dir
+        )
+    return {
+        "agent": run.series,
+        "agent_sizes": run.sizes,
+        "start_size": run.start_size,
+        "start_source": run.start_source,
+        "final_size": final_size,
+        "ab_ratio": ab_ratio,
+        "knob_changes": run.knob_changes,
+        "foreign_cores": {"agent": agent_foreign},
+    }
+
+
+def measure_case(
+    observer: Observer,
+    *,
+    workload: str,
+    clients: int,
+    sizes: list[int],
+    default_size: int,
+    sweep_seconds: float,
+    passes: int,
+    agent_seconds: float,
+    ab_seconds: float,
+    work_dir: Path,
+    raw: dict[str, Any],
+    config_for: AgentConfigFor,
+    warm: WarmService | None = None,
+    warm_first: bool = False,
+) -> LiveCaseScore:
+    """On a loaded server: the oracle sweep, then the agent run(s) of ``config_for``; record
+    the raw samples in ``raw`` (under :func:`case_key`) and score the cold run. With
+    ``warm`` the cold run enrols too (it starts from the tuple in force) and a warm run
+    starts from the service's recommendation."""
+    labels = ["cold"]
+    if warm is not None:
+        # The server drifts over a run (io_bound stalls grow): warm_first swaps the order.
+        labels = ["warm", "cold"] if warm_first else ["cold", "warm"]
+    sweep_dir = work_dir / f"{case_key(workload, clients)}-sweep"
+    time.sleep(WARM_UP_S)
+    oracle = measure_oracle(
+        observer,
+        sizes,
+        default_size=default_size,
+        dwell_s=sweep_seconds,
+        repeats=passes,
+        state_dir=sweep_dir,
+        label=f"{workload} x{clients}",
+    )
+    oracle_size = best_value(list(sweep_points(oracle["sweep"]).values()))
+    assert oracle_size is not None, "the sweep kept no sample"
+    for index, label in enumerate(labels):
+        if index:
+            observer.set_size(oracle["default_size"])
+            time.sleep(SETTLE_S)  # the default's steady state before the next agent
+        run = measure_agent(
+            observer,
+            config_for(label, work_dir / f"{workload}-{label}"),
+            label=f"{workload} x{clients} {label}",
+            oracle_size=oracle_size,
+            agent_seconds=agent_seconds,
+            ab_seconds=ab_seconds,
+            sweep_dir=sweep_dir,
+            warm=warm,
+            cold=label == "cold" and warm is not None,
+        )
+        foreign = oracle["foreign_cores"] | run["foreign_cores"]
+        key = case_key(workload, clients, warm=label == "warm")
+        raw[key] = oracle | run | {"foreign_cores": foreign}
+    return score_case(workload, clients, raw[case_key(workload, clients)])
+
+
+def run_case(
+    workload: str,
+    clients: int,
+    *,
+    sizes: list[int],
+    sweep_seconds: float,
+    passes: int,
+    agent_seconds: float,
+    ab_seconds: float,
+    work_dir: Path,
+    raw: dict[str, Any],
+    warm: WarmService | None = None,
+    warm_first: bool = False,
+) -> LiveCaseScore:
+    """A MariaDB case on a fresh server under sysbench (:func:`measure_case`). With
+    ``warm`` the server times its synchronisation waits (as agents/packaging recommends);
+    without, the agent starts from its local heuristic."""
+    test, server_args = WORKLOADS[workload]
+    if warm is not None:
+        server_args = SYNC_TIMING_ARGS + server_args
+    runs = 2 if warm is not None else 1
+    load_s = sweep_seconds * len(sizes) * passes + (agent_seconds + 4 * ab_seconds) * runs
+    with running_mariadb(prefix=f"pooltune-bench-{workload}-", extra_args=server_args) as server:
+        load = SysbenchLoad(server, tables=4, table_size=20_000)
+        load.prepare(test)
+        with load.running(test, threads=clients, time_s=int(load_s + 120)) as sysbench:
+            settings = TargetSection.model_validate(server.target_section())
+            observer = Observer(
+                MariaDBTarget(settings, tuned_knobs=[SIZE]),
+                knob=SIZE,
+                metric=metric_of(workload),
+                load_pids=(sysbench.pid,),
+            )
+
+            def config_for(_label: str, state_dir: Path) -> AgentConfig:
+                # Latency (query_response_time) gives the profile its off-CPU wait W.
+                return agent_config(
+                    server.target_section(enable_latency=True),
+                    knob=SIZE,
+                    bounds=(1, 64),
+                    seconds=agent_seconds,
+                    state_dir=state_dir,
+                    service=warm,
+                )
+
+            try:
+                return measure_case(
+                    observer,
+                    workload=workload,
+                    clients=clients,
+                    sizes=sizes,
+                    default_size=os.cpu_count() or 1,  # MariaDB's default thread_pool_size
+                    sweep_seconds=sweep_seconds,
+                    passes=passes,
+                    agent_seconds=agent_seconds,
+                    ab_seconds=ab_seconds,
+                    work_dir=work_dir,
+                    raw=raw,
+                    config_for=config_for,
+                    warm=warm,
+                    warm_first=warm_first,
+                )
+            finally:
+                observer.close()

@@ -1,0 +1,81 @@
+"""The warm agent's service: the real service on a fresh PostgreSQL database with a model the
+real trainer CLI promoted, trained without any case of the benchmark's workload."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.knobs import Engine
+from benchmarks.live.cases import DATASET_GROUPS
+
+#: Simulated workloads (of sim-v1) the warm model learns from besides the real cases.
+WARM_SIM_WORKLOADS = 3000
+
+
+@dataclass(frozen=True)
+class WarmService:
+    """A running pooltune service the warm agent enrols with and asks for its start."""
+
+    url: str
+    enrollment_token: str
+    #: What the promoted model learned from (printed with the results).
+    description: str
+
+
+@contextlib.contextmanager
+def warm_service(
+    workload: str,
+    *,
+    real_dataset: str,
+    sim_workloads: int,
+    trials: int,
+    work_dir: Path,
+    agents: int = 1,
+    engine: Engine = Engine.MARIADB,
+) -> Iterator[WarmService]:
+    """The real service on a fresh PostgreSQL database, with a model of ``engine`` promoted
+    by the real trainer CLI from what ``make run`` bundles (``sim_workloads`` of sim-v1;
+    none for an engine sim-v1 does not cover) plus the real dataset without any case of
+    ``workload``'s group (:data:`DATASET_GROUPS`, else the workload's own name): the warm
+    agent's host is one the model has never seen."""
+    from benchmarks import fleet
+    from trainer.sources import datasets
+
+    held = DATASET_GROUPS.get(workload, workload)
+    real = datasets.load_dataset(real_dataset)
+    kept = real.workloads[real.workloads["group"] != held]
+    held_out = work_dir / f"{real_dataset}-without-{held}"
+    datasets.write_dataset(
+        held_out,
+        name=held_out.name,
+        workloads=kept,
+        curves=real.curves[real.curves["workload_id"].isin(set(kept["workload_id"]))],
+        command=f"{real_dataset} without the {held} cases (benchmarks/mariadb_live.py --warm)",
+        description={"source": real_dataset, "held_out_group": held},
+    )
+    with fleet.live_service(log_path=work_dir / "service.log") as service:
+        if sim_workloads:
+            fleet.import_dataset(service, "sim-v1", limit=sim_workloads)
+        fleet.import_dataset(service, str(held_out))
+        training = fleet.train_and_promote(
+            service,
+            trials=trials,
+            seed=0,
+            card_dir=work_dir / "cards",
+            name="warm-live",
+            engine=engine,
+        )
+        promoted = "promoted" if training.promoted else "NOT promoted (the service's heuristic)"
+        description = (
+            f"model from {sim_workloads} sim-v1 workloads + {len(kept)} {real_dataset} cases "
+            f"without {held} ({trials} trials, {training.seconds:.0f} s): {promoted}"
+        )
+        print(f"# warm service: {description}", flush=True)
+        yield WarmService(
+            url=service.url,
+            enrollment_token=service.enrollment_token(uses=agents, description="live benchmark"),
+            description=description,
+        )
