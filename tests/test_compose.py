@@ -18,6 +18,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
 EXPECTED_SERVICES = {"postgres", "service", "mariadb", "sysbench", "agent"}
+#: The PgBouncer pair next to the MariaDB one.
+PGBOUNCER_PAIR = {"pg-app", "pgbouncer", "pgbench", "pgbouncer-agent"}
 #: `pooltune-x sub --opt` in a script or a command.
 POOLTUNE_CALL = re.compile(r"\b(pooltune-(?:agent|service|trainer))\s+([a-z][a-z-]*)([^\n]*)")
 
@@ -103,7 +105,8 @@ def test_every_file_named_exists() -> None:
 def test_entrypoint_scripts_exist_and_are_executable() -> None:
     scripts = _entry_scripts(_compose())
     assert {p.name for p in scripts} >= {"service-entrypoint.sh", "agent-entrypoint.sh"}
-    for script in scripts + [ROOT / "docker" / "sysbench-entrypoint.sh"]:
+    extra = [ROOT / "docker" / name for name in ("sysbench-entrypoint.sh", "pgbench-entrypoint.sh")]
+    for script in scripts + extra:
         assert script.is_file(), script
         assert script.stat().st_mode & 0o111, f"{script} is not executable"
         assert script.read_text().startswith("#!/bin/sh")
@@ -125,13 +128,65 @@ def test_every_pooltune_command_exists_with_its_options() -> None:
             assert option in help_text, f"{script} {subcommand} has no {option}"
 
 
-@pytest.mark.parametrize("name", ["agent.toml"])
-def test_agent_config_in_the_image_is_valid(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "host"), [("agent.toml", "mariadb"), ("pgbouncer/agent.toml", "pgbouncer")]
+)
+def test_agent_config_in_the_image_is_valid(name: str, host: str) -> None:
     from agents.config import load_config
 
     config = load_config(ROOT / "docker" / name, env={"POOLTUNE_DB_PASSWORD": "x"})
-    assert config.target.host == "mariadb"
+    assert config.target.host == host
     assert config.service.url == "http://service:8000"
+
+
+def test_the_pgbouncer_pair_is_wired_like_the_mariadb_one() -> None:
+    import configparser
+
+    from agents.config import load_config
+
+    services = _compose()["services"]
+    assert PGBOUNCER_PAIR <= set(services)
+    assert "healthcheck" in services["pg-app"] and "healthcheck" in services["pgbouncer"]
+    assert services["pgbouncer"]["depends_on"]["pg-app"]["condition"] == "service_healthy"
+    assert services["pgbench"]["depends_on"]["pgbouncer"]["condition"] == "service_healthy"
+    agent = services["pgbouncer-agent"]
+    assert agent["depends_on"]["service"]["condition"] == "service_healthy"
+    assert agent["depends_on"]["pgbouncer"]["condition"] == "service_healthy"
+    assert agent["command"] == services["agent"]["command"]  # the same enrolling entrypoint
+    # The agent reads the config mounted where POOLTUNE_AGENT_CONFIG says, with the
+    # passwords from the environment, and its state in a volume of its own.
+    mounted = dict(volume.split(":")[:2] for volume in agent["volumes"])
+    environment = agent["environment"]
+    config_file = ROOT / next(
+        source for source, path in mounted.items() if path == environment["POOLTUNE_AGENT_CONFIG"]
+    )
+    config = load_config(
+        config_file,
+        env={
+            "POOLTUNE_DB_PASSWORD": environment["POOLTUNE_DB_PASSWORD"],
+            "POOLTUNE_PG_PASSWORD": environment["POOLTUNE_PG_PASSWORD"],
+        },
+    )
+    assert config.target.engine == "pgbouncer" and config.target.port == 6432
+    assert config.target.pgbouncer.postgres_host == "pg-app"
+    assert mounted.get("pgbouncer-agent-state") == str(config.agent.state_dir)
+    # PgBouncer lets that user change pool sizes, knows its password, and points at pg-app.
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "docker" / "pgbouncer" / "pgbouncer.ini")
+    assert config.target.user in ini["pgbouncer"]["admin_users"].split(",")
+    assert "host=pg-app" in ini["databases"]["bench"]
+    userlist = (ROOT / "docker" / "pgbouncer" / "userlist.txt").read_text()
+    password = environment["POOLTUNE_DB_PASSWORD"]
+    assert f'"{config.target.user}" "{password}"' in userlist
+    # The agent's bounds stay under PgBouncer's own cap.
+    assert config.knob_bounds("default_pool_size")[1] <= int(ini["pgbouncer"]["max_db_connections"])
+    # PostgreSQL gives the agent's role pg_monitor and loads pg_stat_statements.
+    init = (ROOT / "docker" / "pgbouncer" / "init.sql").read_text()
+    role = config.target.pgbouncer.postgres_user
+    assert f"CREATE ROLE {role} LOGIN PASSWORD '{environment['POOLTUNE_PG_PASSWORD']}'" in init
+    assert "IN ROLE pg_monitor" in init
+    assert "shared_preload_libraries=pg_stat_statements" in services["pg-app"]["command"]
+    assert "pgbench-entrypoint.sh" in services["pgbench"]["entrypoint"][0]
 
 
 def test_mariadb_is_configured_for_the_thread_pool() -> None:

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,13 @@ def write_config(
     profile_window_s: float = 2.0,
     sample_period_s: float = 0.5,
     climber_settings: str = "",
+    mode: str = "auto",
 ) -> Path:
     bounds = bounds if bounds is not None else {"thread_pool_size": (1, 12)}
     bound_lines = "\n".join(f"{name} = [{low}, {high}]" for name, (low, high) in bounds.items())
     text = f"""
 [agent]
+mode = "{mode}"
 state_dir = "{directory / "state"}"
 sample_period_s = {sample_period_s}
 profile_window_s = {profile_window_s}
@@ -91,12 +93,19 @@ def run_cli(
 class AgentProcess:
     """``pooltune-agent run`` in the background, its log in a file."""
 
-    def __init__(self, config: Path, env: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self,
+        config: Path,
+        env: dict[str, str],
+        log_path: Path,
+        *,
+        command: Sequence[str] = AGENT,
+    ) -> None:
         self.config = config
         self.log_path = log_path
         self._log = log_path.open("w")
         self.process = subprocess.Popen(
-            [*AGENT, "run", "--config", str(config)],
+            [*command, "run", "--config", str(config)],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,

@@ -7,13 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.cli import make_climber_factory
 from agents.config import parse_config
 from agents.loop import AgentLoop, Phase
 from agents.sim import SimServer, random_workload
-from agents.spool import Spool
 from agents.targets.simulated import SimulatedTarget
-from agents.uploader import Uploader
+from agents.wiring import assemble_agent
 
 SIZE = "thread_pool_size"
 
@@ -32,13 +30,7 @@ def run_agent(tmp_path: Path, target: SimulatedTarget, *, samples: int) -> Agent
         },
         env={},
     )
-    loop = AgentLoop(
-        config,
-        target=target,
-        climber_factory=make_climber_factory(config),
-        uploader=Uploader(None, Spool(config.spool_dir)),
-        clock=lambda: target.now,
-    )
+    loop = assemble_agent(config, target=target, clock=lambda: target.now)
     loop.start()
     for _ in range(samples):
         loop.iterate()

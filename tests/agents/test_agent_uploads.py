@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import stat
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,67 +11,11 @@ import pytest
 
 from service.migrate import upgrade
 from tests.agents.agent_process import AgentProcess, agent_env, run_cli, write_config
+from tests.agents.service_process import ADMIN, ServiceProcess
 from tests.fixtures.mariadb import MariaDBServer, SysbenchLoad, free_port
-from tests.fixtures.postgres import TEST_ADMIN_TOKEN, scratch_database
+from tests.fixtures.postgres import scratch_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.mariadb, pytest.mark.postgres]
-
-ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
-
-
-class ServiceProcess:
-    """``pooltune-service serve`` on a fixed port, stoppable and restartable."""
-
-    def __init__(self, database_url: str, port: int, log_path: Path) -> None:
-        self.database_url = database_url
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.log_path = log_path
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = dict(os.environ)
-        env.update(
-            POOLTUNE_DATABASE_URL=self.database_url,
-            POOLTUNE_ADMIN_TOKEN=TEST_ADMIN_TOKEN,
-            POOLTUNE_ENVIRONMENT="test",
-        )
-        with self.log_path.open("a") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "service.cli",
-                    "serve",
-                    "--no-migrate",
-                    "--port",
-                    str(self.port),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"service exited:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"service not ready:\n{self.log_path.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        self.process = None
 
 
 @pytest.fixture

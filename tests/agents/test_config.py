@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.cli import EXIT_CONFIG, main
-from agents.config import ConfigError, load_config, parse_config, read_agent_token
+from agents.cli import main
+from agents.config import ConfigError, load_config, parse_config, read_agent_token, reloadable
+from agents.console import EXIT_CONFIG
 
 EXAMPLE = Path(__file__).parents[2] / "agents" / "packaging" / "pooltune-agent.toml"
 
@@ -119,7 +120,7 @@ def test_cli_rejects_unknown_climber_settings(
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ("warm_tie_z = -1.0", "warm_tie_z must be ≥ 0"),
+        ("tie_z = -1.0", "tie_z must be ≥ 0"),
         ("min_step = 3.0", "min_step ≤ initial_step ≤ max_step"),
         ("rollback_drop = 1.5", "rollback_drop must be between 0 and 1"),
     ],
@@ -151,3 +152,27 @@ def test_status_and_restore_without_state(
     assert '"saved_original_tuple": null' in capsys.readouterr().out
     assert main(["restore", "--config", str(path)]) == 0
     assert "nothing to restore" in capsys.readouterr().out
+
+
+def test_outside_bounds_names_the_values_beyond_the_hard_bounds() -> None:
+    config = parse_config({"bounds": {"thread_pool_size": [2, 6]}}, env={})
+    values = {"thread_pool_size": 8, "thread_pool_oversubscribe": 3}
+    assert config.outside_bounds(values) == {"thread_pool_size": 8}
+    assert config.clip(values, names=["thread_pool_size"]) == {"thread_pool_size": 6}
+
+
+def test_a_reload_keeps_the_target_and_state_dir_and_takes_the_rest(tmp_path: Path) -> None:
+    running = parse_config({"agent": {"state_dir": str(tmp_path / "a")}}, env={})
+    new = parse_config(
+        {
+            "agent": {"state_dir": str(tmp_path / "b"), "climb_max_s": 60},
+            "target": {"port": 3307},
+            "bounds": {"thread_pool_size": [2, 6]},
+        },
+        env={},
+    )
+    reloaded = reloadable(running, new)
+    assert reloaded.target == running.target
+    assert reloaded.agent.state_dir == tmp_path / "a"
+    assert reloaded.agent.climb_max_s == 60
+    assert reloaded.bounds == {"thread_pool_size": (2, 6)}

@@ -50,6 +50,13 @@ def test_clip_rounds_and_bounds() -> None:
     assert size.clip(1e9) == 128
 
 
+def test_pool_size_ceiling_is_the_connections_inside_the_bounds() -> None:
+    assert knobs.pool_size_ceiling(12, 1, 128) == 12
+    assert knobs.pool_size_ceiling(500, 1, 128) == 128
+    assert knobs.pool_size_ceiling(3, 4, 64) == 4  # never below the low bound
+    assert knobs.pool_size_ceiling(0, 1, 64) == 64  # connections unknown: no ceiling
+
+
 def test_unknown_engine_and_knob_errors_name_the_alternatives() -> None:
     with pytest.raises(ValueError, match="known engines: mariadb, percona, pgbouncer"):
         knobs.catalog("oracle")

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.cli import make_climber_factory
 from agents.climber import Climber, KnobSpace, Sample
 from agents.config import AgentConfig, ConfigError, parse_config
 from agents.loop import AgentLoop, ClimberFactory, Phase
+from agents.service_client import Uploader
 from agents.spool import Spool
 from agents.state import OriginalTupleFile
 from agents.targets.base import TargetUnavailable
-from agents.uploader import Uploader
+from agents.wiring import make_climber_factory
 from tests.agents.fakes import FakeTarget
 
 SIZE = "thread_pool_size"
@@ -368,7 +368,7 @@ def test_an_unsteady_workload_is_profiled_over_the_longest_window(
     config = config_for(tmp_path, agent={"profile_window_s": 10.0, "profile_max_window_s": 30.0})
     loop = make_loop(tmp_path, target, factory, config)
     samples = 0
-    with caplog.at_level("WARNING", logger="agents.loop"):
+    with caplog.at_level("WARNING", logger="agents.profile"):
         while loop.phase is Phase.PROFILING and samples < 100:
             loop.iterate()
             samples += 1

@@ -17,6 +17,7 @@ from agents.state import (
     StatusFile,
     atomic_write_text,
     restore_original,
+    restore_original_retrying,
 )
 from agents.targets.base import TargetUnavailable
 from tests.agents.fakes import FakeTarget
@@ -96,6 +97,38 @@ def test_failed_restore_keeps_the_file_for_the_next_attempt(tmp_path: Path) -> N
     with pytest.raises(TargetUnavailable):
         restore_original(Unreachable(), state)
     assert state.exists()
+
+
+def test_restore_retrying_reconnects_until_the_server_answers(tmp_path: Path) -> None:
+    class Flaky(FakeTarget):
+        refusals = 2
+
+        def apply(self, values: Mapping[str, int]) -> dict[str, int]:
+            if self.refusals:
+                self.refusals -= 1
+                self.connected = False
+                raise TargetUnavailable("server restarting")
+            return super().apply(values)
+
+    target = Flaky(knobs={"thread_pool_size": 3})
+    waits: list[float] = []
+    state = OriginalTupleFile(tmp_path / "original-tuple.json")
+    state.save(Engine.MARIADB, {"thread_pool_size": 11})
+    assert restore_original_retrying(target, state, sleep=waits.append)
+    assert target.knobs["thread_pool_size"] == 11 and target.connected
+    assert waits == [0.5, 1.0] and not state.exists()
+
+
+def test_restore_retrying_gives_up_and_keeps_the_file(tmp_path: Path) -> None:
+    class Unreachable(FakeTarget):
+        def apply(self, values: Mapping[str, int]) -> dict[str, int]:
+            raise TargetUnavailable("server gone")
+
+    state = OriginalTupleFile(tmp_path / "original-tuple.json")
+    state.save(Engine.MARIADB, {"thread_pool_size": 11})
+    waits: list[float] = []
+    assert not restore_original_retrying(Unreachable(), state, attempts=3, sleep=waits.append)
+    assert waits == [0.5, 1.0, 1.5] and state.exists()
 
 
 def test_adopt_replaces_only_the_changed_knobs(tmp_path: Path) -> None:

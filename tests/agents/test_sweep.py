@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agents import sweep_cli
+from agents.console import EXIT_CONFIG
 from agents.knobs import Engine
 from agents.state import OriginalTupleFile
 from agents.sweep import (
@@ -35,6 +35,7 @@ from agents.sweep import (
     write_csv,
     write_plot,
 )
+from agents.sweep import cli as sweep_cli
 from agents.targets.base import Snapshot, TargetInfo, TargetUnavailable
 from agents.wire import HostFacts
 
@@ -456,7 +457,7 @@ def test_cli_sweeps_writes_files_and_restores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = CurveTarget(size=3, real_time=True)
-    monkeypatch.setattr(sweep_cli, "_make_target", lambda config, knob: target)
+    monkeypatch.setattr(sweep_cli, "make_target", lambda config, knobs: target)
     out = tmp_path / "sweep.csv"
     code = sweep_cli.main(
         [
@@ -490,7 +491,7 @@ def test_cli_refuses_values_outside_the_bounds(
 ) -> None:
     config = _config(tmp_path, "[bounds]\nthread_pool_size = [1, 16]\n")
     code = sweep_cli.main(["sweep", "-c", str(config), "--values", "1,32", "--yes"])
-    assert code == sweep_cli.EXIT_CONFIG
+    assert code == EXIT_CONFIG
     assert "outside the bounds [1, 16]" in capsys.readouterr().err
 
 
@@ -499,7 +500,7 @@ def test_cli_needs_yes_when_not_interactive(
 ) -> None:
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
     code = sweep_cli.main(["sweep", "-c", str(_config(tmp_path)), "--values", "1,2"])
-    assert code == sweep_cli.EXIT_CONFIG
+    assert code == EXIT_CONFIG
     assert "pass --yes" in capsys.readouterr().err
 
 

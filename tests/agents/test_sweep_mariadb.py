@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agents import sweep_cli
+from agents.console import EXIT_INTERRUPTED
+from agents.sweep import cli as sweep_cli
 from tests.fixtures.mariadb import MariaDBServer, SysbenchLoad
 
 pytestmark = [pytest.mark.slow, pytest.mark.mariadb]
@@ -94,7 +95,7 @@ def _start_sweep(config: Path, out: Path) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "agents.sweep_cli",
+            "agents.sweep.cli",
             *_sweep_args(config, out, values="1,8", dwell="30", repeats="1"),
         ],
         stdout=subprocess.DEVNULL,
@@ -125,7 +126,7 @@ def test_sigterm_stops_the_sweep_and_restores(
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == sweep_cli.EXIT_INTERRUPTED, stderr.decode()
+    assert process.returncode == EXIT_INTERRUPTED, stderr.decode()
     assert b"restored" in stderr
     assert mariadb_server.variable(SIZE) == original_size
     assert not state_file.exists()

@@ -260,3 +260,32 @@ def test_any_valid_profile_round_trips(
         )
     )
     assert WorkloadProfile.model_validate_json(parsed.model_dump_json()) == parsed
+
+
+def approval_request(**overrides: Any) -> dict[str, Any]:
+    return {
+        "idempotency_key": "approval-3f1c2a9e-6f7b",
+        "profile": profile(),
+        "current_tuple": {"engine": "mariadb", "values": {"thread_pool_size": 8}},
+        "recommendation": {
+            "start_tuple": {"engine": "mariadb", "values": {"thread_pool_size": 12}},
+            "ranges": {"thread_pool_size": {"low": 6, "high": 24}},
+            "source": "heuristic",
+        },
+    } | overrides
+
+
+def test_approval_request_round_trips_and_names_its_bad_fields() -> None:
+    body = wire.ApprovalCreate.model_validate(approval_request(ttl_s=3600))
+    again = wire.ApprovalCreate.model_validate_json(body.model_dump_json())
+    assert again == body
+    with pytest.raises(ValidationError) as exc:
+        wire.ApprovalCreate.model_validate(approval_request(idempotency_key="short", ttl_s=5))
+    assert "idempotency_key" in errors(exc) and "ttl_s" in errors(exc)
+
+
+def test_predicted_gain_must_hold_its_estimate_inside_the_interval() -> None:
+    assert wire.PredictedGain(estimate=1.18, low=1.05, high=1.31).estimate == 1.18
+    with pytest.raises(ValidationError) as exc:
+        wire.PredictedGain(estimate=1.5, low=1.05, high=1.31)
+    assert "low <= estimate <= high" in errors(exc)

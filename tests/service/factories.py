@@ -113,10 +113,19 @@ def create_host(session: Session, **overrides: Any) -> Host:
 
 
 def create_enrollment_token(
-    session: Session, *, max_uses: int = 1, ttl_hours: float = 1.0, description: str = "test"
+    session: Session,
+    *,
+    max_uses: int = 1,
+    ttl_hours: float = 1.0,
+    description: str = "test",
+    hostname: str | None = None,
 ) -> tuple[EnrollmentToken, str]:
     return auth_service.create_enrollment_token(
-        session, description=description, max_uses=max_uses, ttl_hours=ttl_hours
+        session,
+        description=description,
+        max_uses=max_uses,
+        ttl_hours=ttl_hours,
+        hostname=hostname,
     )
 
 

@@ -157,19 +157,79 @@ async def test_revoked_agent_token_is_401(
     assert rotate.status_code == 403
 
 
-async def test_rotation_replaces_the_token(api_client: AsyncClient, db_session: Session) -> None:
+async def test_rotation_replaces_the_token_once_the_new_one_is_used(
+    api_client: AsyncClient, db_session: Session
+) -> None:
     agent, old_token, facts = create_agent(db_session)
     rotated = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=auth(old_token))
     assert rotated.status_code == 200
     new_token = rotated.json()["agent_token"]
     assert new_token != old_token
+    assert rotated.json()["previous_token_valid_until"] is not None
+    payload = recommendation_request(facts.model_dump(mode="json"))
+    # The overlap: until the new token is used, the old one still works.
+    old = await api_client.post("/v1/recommendations", json=payload, headers=auth(old_token))
+    assert old.status_code == 200
+    new = await api_client.post("/v1/recommendations", json=payload, headers=auth(new_token))
+    assert new.status_code == 200
+    old = await api_client.post("/v1/recommendations", json=payload, headers=auth(old_token))
+    assert old.status_code == 401
+    db_session.expire_all()
+    stored = db_session.scalars(select(Agent).where(Agent.id == agent.id)).one()
+    assert stored.rotated_at is not None
+    assert stored.previous_token_hash is None
+
+
+async def test_the_previous_token_stops_after_the_overlap(
+    api_client: AsyncClient, db_session: Session
+) -> None:
+    agent, old_token, facts = create_agent(db_session)
+    rotated = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=auth(old_token))
+    assert rotated.status_code == 200
+    stored = db_session.scalars(select(Agent).where(Agent.id == agent.id)).one()
+    stored.previous_token_expires_at = utcnow() - timedelta(seconds=1)
+    db_session.flush()
     payload = recommendation_request(facts.model_dump(mode="json"))
     old = await api_client.post("/v1/recommendations", json=payload, headers=auth(old_token))
     assert old.status_code == 401
-    new = await api_client.post("/v1/recommendations", json=payload, headers=auth(new_token))
-    assert new.status_code == 200
-    stored = db_session.scalars(select(Agent).where(Agent.id == agent.id)).one()
-    assert stored.rotated_at is not None
+    assert "replaced by a rotation" in old.json()["detail"]
+    retry = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=auth(old_token))
+    assert retry.status_code == 401
+
+
+async def test_a_rotation_whose_answer_was_lost_is_retried_with_the_old_token(
+    api_client: AsyncClient, db_session: Session
+) -> None:
+    agent, old_token, facts = create_agent(db_session)
+    lost = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=auth(old_token))
+    assert lost.status_code == 200  # the agent never sees this answer
+    retried = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=auth(old_token))
+    assert retried.status_code == 200
+    recovered = retried.json()["agent_token"]
+    payload = recommendation_request(facts.model_dump(mode="json"))
+    unused = await api_client.post(
+        "/v1/recommendations", json=payload, headers=auth(lost.json()["agent_token"])
+    )
+    assert unused.status_code == 401
+    ok = await api_client.post("/v1/recommendations", json=payload, headers=auth(recovered))
+    assert ok.status_code == 200
+    old = await api_client.post("/v1/recommendations", json=payload, headers=auth(old_token))
+    assert old.status_code == 401
+
+
+async def test_revocation_stops_both_tokens_during_the_overlap(
+    api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
+) -> None:
+    agent, old_token, facts = create_agent(db_session)
+    rotated = await api_client.post(f"/v1/agents/{agent.id}/rotate", headers=auth(old_token))
+    new_token = rotated.json()["agent_token"]
+    revoked = await api_client.post(f"/v1/agents/{agent.id}/revoke", headers=admin_headers)
+    assert revoked.is_success
+    payload = recommendation_request(facts.model_dump(mode="json"))
+    for token in (old_token, new_token):
+        response = await api_client.post("/v1/recommendations", json=payload, headers=auth(token))
+        assert response.status_code == 401
+        assert "revoked" in response.json()["detail"]
 
 
 async def test_agent_cannot_rotate_another_agents_token(
@@ -181,16 +241,79 @@ async def test_agent_cannot_rotate_another_agents_token(
     assert response.status_code == 403
 
 
-async def test_reenrolling_the_same_host_reuses_the_host_row(
+async def test_an_enrolled_host_cannot_be_taken_over_with_a_fleet_token(
     api_client: AsyncClient, db_session: Session
 ) -> None:
     _, token = create_enrollment_token(db_session, max_uses=2)
-    first = await _enroll(api_client, token, hostname="same.example.net", cpu_count=4)
-    second = await _enroll(api_client, token, hostname="same.example.net", cpu_count=8)
+    first = await _enroll(api_client, token, hostname="same.example.net")
+    response = await api_client.post(
+        "/v1/agents/enroll",
+        json={"enrollment_token": token, "host": host_facts(hostname="same.example.net")},
+    )
+    assert response.status_code == 409
+    assert "same.example.net" in response.json()["detail"]
+    assert "scoped" in response.json()["detail"]
+    row = db_session.scalars(select(EnrollmentToken)).all()[-1]
+    assert row.uses == 1
+    # The enrolled agent keeps working.
+    agent = db_session.get(Agent, first["agent_id"])
+    assert agent is not None and agent.revoked_at is None
+
+
+async def test_a_token_scoped_to_the_hostname_reenrols_it_and_revokes_the_old_agent(
+    api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
+) -> None:
+    _, fleet = create_enrollment_token(db_session)
+    first = await _enroll(api_client, fleet, hostname="same.example.net", cpu_count=4)
+    created = await api_client.post(
+        "/v1/enrollment-tokens",
+        json={"hostname": "same.example.net", "description": "re-enrol db"},
+        headers=admin_headers,
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["hostname"] == "same.example.net"
+    second = await _enroll(
+        api_client, created.json()["token"], hostname="same.example.net", cpu_count=8
+    )
     assert first["host_id"] == second["host_id"]
     assert first["agent_id"] != second["agent_id"]
-    row = db_session.scalars(select(EnrollmentToken)).all()[-1]
-    assert row.uses == 2
+    facts = host_facts(hostname="same.example.net", cpu_count=8)
+    payload = recommendation_request(facts)
+    old = await api_client.post(
+        "/v1/recommendations", json=payload, headers=auth(str(first["agent_token"]))
+    )
+    assert old.status_code == 401
+    new = await api_client.post(
+        "/v1/recommendations", json=payload, headers=auth(str(second["agent_token"]))
+    )
+    assert new.status_code == 200
+    host = await api_client.get(f"/v1/hosts/{second['host_id']}", headers=admin_headers)
+    assert host.json()["cpu_count"] == 8
+
+
+async def test_a_scoped_token_enrols_only_its_hostname(
+    api_client: AsyncClient, db_session: Session
+) -> None:
+    _, token = create_enrollment_token(db_session, hostname="db-9.example.net")
+    response = await api_client.post(
+        "/v1/agents/enroll",
+        json={"enrollment_token": token, "host": host_facts(hostname="db-10.example.net")},
+    )
+    assert response.status_code == 403
+    assert "db-9.example.net" in response.json()["detail"]
+    await _enroll(api_client, token, hostname="db-9.example.net")
+
+
+async def test_an_agent_asks_recommendations_for_its_own_host_only(
+    api_client: AsyncClient, admin_headers: dict[str, str], db_session: Session
+) -> None:
+    _, token, _ = create_agent(db_session)
+    other = recommendation_request(host_facts(hostname="someone-else.example.net"))
+    response = await api_client.post("/v1/recommendations", json=other, headers=auth(token))
+    assert response.status_code == 403
+    assert "someone-else" in response.json()["detail"]
+    admin = await api_client.post("/v1/recommendations", json=other, headers=admin_headers)
+    assert admin.status_code == 200
 
 
 async def test_list_agents_is_paginated(

@@ -16,6 +16,9 @@ pytestmark = pytest.mark.postgres
 
 TABLES = {
     "agents",
+    "approvals",
+    "console_secrets",
+    "console_sessions",
     "enrollment_tokens",
     "hosts",
     "model_versions",

@@ -3,6 +3,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
 import pytest
 from httpx import AsyncClient
 from sqlalchemy import select, update
@@ -10,9 +11,11 @@ from sqlalchemy.orm import Session
 
 from agents.knobs import Engine
 from agents.wire import HostFacts, WorkloadProfile
-from service.recommendations import model_cache
-from service.recommendations.model_format import Prediction, dump_predictor
+from service.recommendations import predictor_cache
+from service.recommendations.model_format import dump_predictor
 from service.recommendations.models import RecommendationLog
+from service.recommendations.predictor import Prediction
+from service.recommendations.tuple_model import TupleModel
 from service.registry import service as registry_service
 from service.registry.models import ModelVersion
 from tests.service.factories import (
@@ -65,6 +68,8 @@ async def test_without_a_model_the_heuristic_answers(
     assert body["start_tuple"]["values"]["thread_pool_size"] == 8 * (1 + 3)
     assert body["ranges"]["thread_pool_size"] == {"low": 16, "high": 64}
     assert body["start_tuple"]["values"]["thread_pool_stall_limit"] == 500
+    # The heuristic states no gain nor novelty: the fields are left out, as before they existed.
+    assert not {"predicted_gain", "novelty", "out_of_distribution"} & set(body)
 
 
 @pytest.mark.parametrize(
@@ -168,7 +173,7 @@ async def test_a_corrupted_artifact_falls_back_with_a_logged_error(
         .where(ModelVersion.id == version.id)
         .values(artifact=b'{"format":"pooltune.predictor","tampered":true}')
     )
-    with caplog.at_level(logging.ERROR, logger="service.recommendations.model_cache"):
+    with caplog.at_level(logging.ERROR, logger="service.recommendations.predictor_cache"):
         body = await _recommend(api_client, token, facts)
         again = await _recommend(api_client, token, facts)
     assert body["source"] == again["source"] == "heuristic"
@@ -215,13 +220,13 @@ async def test_the_promoted_model_is_loaded_once_per_version(
 ) -> None:
     token, facts, _ = agent_token
     loads: list[bytes] = []
-    real_load = model_cache.load_predictor
+    real_load = predictor_cache.load_predictor
 
     def counting_load(artifact: bytes, *, allow_pickle: bool) -> Any:
         loads.append(artifact)
         return real_load(artifact, allow_pickle=allow_pickle)
 
-    monkeypatch.setattr(model_cache, "load_predictor", counting_load)
+    monkeypatch.setattr(predictor_cache, "load_predictor", counting_load)
     create_model_version(db_session, promote=True)
     for _ in range(5):
         assert (await _recommend(api_client, token, facts))["source"] == "model"
@@ -248,3 +253,112 @@ async def test_bad_recommendation_requests_are_422(
     response = await api_client.post("/v1/recommendations", json=payload, headers=auth(token))
     assert response.status_code == 422
     assert "cannot exceed" in response.json()["detail"][0]["msg"]
+
+
+@pytest.fixture(scope="module")
+def trained_artifact() -> bytes:
+    """A tuple model the trainer fitted on synthetic workloads of 2 to 32 cores."""
+    from tests.trainer.synthetic import synthetic_examples
+    from trainer.artifact import artifact_bytes
+    from trainer.search import SearchConfig, search_lightgbm
+
+    examples = synthetic_examples(400, seed=3)
+    return artifact_bytes(
+        search_lightgbm(Engine.MARIADB, examples, SearchConfig(trials=2, seed=0)).model
+    )
+
+
+async def test_a_trained_model_states_its_predicted_gain_and_novelty_and_logs_them(
+    api_client: AsyncClient,
+    db_session: Session,
+    agent_token: tuple[str, dict[str, Any], int],
+    trained_artifact: bytes,
+) -> None:
+    token, facts, _ = agent_token
+    version = registry_service.register_version(
+        db_session,
+        engine=Engine.MARIADB,
+        name="lightgbm",
+        artifact=trained_artifact,
+        metrics={"regret": 0.01},
+        training_summary={},
+    )
+    registry_service.promote_version(db_session, version.id, reason="test", forced=True)
+    # Its training hosts all ran at 80% CPU: so does this one (12 000 → 16 000 queries/s).
+    payload = recommendation_request(facts, qps=16000.0)
+    payload["current_tuple"] = {"engine": "mariadb", "values": {"thread_pool_size": 8}}
+    response = await api_client.post("/v1/recommendations", json=payload, headers=auth(token))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["source"] == "model"
+    gain = body["predicted_gain"]
+    assert set(gain) == {"estimate", "low", "high"}
+    assert 0 < gain["low"] <= gain["estimate"] <= gain["high"]
+    assert body["novelty"] >= 0
+    assert "out_of_distribution" not in body  # in distribution: left out at its default
+
+    # Exactly what the model itself answers for the host's current tuple.
+    model = TupleModel.from_bytes(trained_artifact)
+    answer = model.recommend(
+        HostFacts.model_validate(facts),
+        WorkloadProfile.model_validate(payload["profile"]),
+        {"thread_pool_size": 8},
+    )
+    assert answer.predicted_gain is not None
+    assert body["start_tuple"]["values"] == answer.values
+    assert gain == pytest.approx(
+        {
+            "estimate": answer.predicted_gain.estimate,
+            "low": answer.predicted_gain.low,
+            "high": answer.predicted_gain.high,
+        }
+    )
+    logged = db_session.scalars(select(RecommendationLog)).one()
+    assert (logged.predicted_gain, logged.predicted_gain_low, logged.predicted_gain_high) == (
+        pytest.approx(gain["estimate"]),
+        pytest.approx(gain["low"]),
+        pytest.approx(gain["high"]),
+    )
+
+    # Already running the recommended tuple: no gain, exactly.
+    payload["current_tuple"] = {"engine": "mariadb", "values": body["start_tuple"]["values"]}
+    again = await api_client.post("/v1/recommendations", json=payload, headers=auth(token))
+    assert again.json()["predicted_gain"] == {"estimate": 1.0, "low": 1.0, "high": 1.0}
+
+
+async def test_a_profile_outside_the_training_data_is_flagged_with_a_wider_range(
+    api_client: AsyncClient,
+    admin_headers: dict[str, str],
+    db_session: Session,
+    trained_artifact: bytes,
+) -> None:
+    """The model was trained on hosts of 2 to 32 cores: the same workload on 48 cores gets a
+    range at least twice as wide in log size, and the flag."""
+    version = registry_service.register_version(
+        db_session,
+        engine=Engine.MARIADB,
+        name="lightgbm",
+        artifact=trained_artifact,
+        metrics={"regret": 0.01},
+        training_summary={},
+    )
+    registry_service.promote_version(db_session, version.id, reason="test", forced=True)
+    token = admin_headers["Authorization"].split()[1]
+    # At 80% CPU as its training hosts: 0.8 × 32 cores / 0.4 ms = 64 000 queries/s.
+    load = {"connections": 400, "active_connections": 60.0, "qps": 64000.0, "tps": 6400.0}
+    inside = await _recommend(api_client, token, host_facts(cpu_count=32), **load)
+    load |= {"qps": 96000.0, "tps": 9600.0}  # the same on 48 cores
+    outside = await _recommend(api_client, token, host_facts(cpu_count=48), **load)
+    assert "out_of_distribution" not in inside
+    assert outside["out_of_distribution"] is True
+    assert outside["novelty"] > inside["novelty"]
+
+    def log_width(body: dict[str, Any]) -> float:
+        size = body["ranges"]["thread_pool_size"]
+        return float(np.log2(size["high"] / size["low"]))
+
+    assert log_width(outside) >= 2 * log_width(inside) or (
+        outside["ranges"]["thread_pool_size"] == {"low": 1, "high": 128}
+    )
+    logged = db_session.scalars(select(RecommendationLog).order_by(RecommendationLog.id)).all()
+    assert [entry.source for entry in logged] == ["model", "model"]

@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.fixtures.postgres import scratch_database
-from trainer import datasets, simcorpus
+from trainer import simcorpus
 from trainer.cli import app
+from trainer.sources import datasets
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -4,9 +4,10 @@ import pandas as pd
 import pytest
 
 from agents.wire import ClimbReport
-from trainer import datasets, simcorpus
-from trainer.data import _curve
+from trainer import simcorpus
 from trainer.regret import regret
+from trainer.sources import datasets
+from trainer.sources.database import trace_curves
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,7 @@ def test_dataset_reports_carry_the_curve_as_a_sweep_trace(small_dataset: Path) -
 def _curve_of(report: ClimbReport):  # type: ignore[no-untyped-def]
     from service.reports.trace_codec import encode_trace
 
-    return _curve(encode_trace(report.trace), "thread_pool_size")
+    return trace_curves(encode_trace(report.trace), "thread_pool_size").get("thread_pool_size")
 
 
 def test_a_dataset_older_than_a_profile_field_loads_it_as_unknown(
@@ -124,3 +125,16 @@ def test_the_simulated_corpus_measures_synchronisation(small_dataset: Path) -> N
     times = [e.profile.sync_ms_per_request for e in examples]
     assert all(t is not None and t >= 0 for t in times)
     assert any(t for t in times)
+
+
+def test_a_partial_sample_spans_the_groups_and_grows_as_a_superset() -> None:
+    """sim-v2 lists its calibrated draws first: the first rows would be a handful of groups."""
+    dataset = datasets.load_dataset("sim-v2")
+    first_rows = dataset.workloads.head(300)["group"].nunique()
+    small = datasets.sample(dataset, 300)
+    larger = datasets.sample(dataset, 600)
+    assert len(small.workloads) == 300
+    assert small.workloads["group"].nunique() > 3 * first_rows
+    assert set(small.workloads["workload_id"]) <= set(larger.workloads["workload_id"])
+    assert set(small.curves["workload_id"]) == set(small.workloads["workload_id"])
+    assert datasets.sample(dataset, None) is dataset

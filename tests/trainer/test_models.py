@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 
 from agents.knobs import Engine
-from trainer.artifact import ArtifactError, TupleModel
-from trainer.evaluation import baseline_predictors, best_baseline, evaluate
+from service.recommendations.predictor import ArtifactError
+from service.recommendations.tuple_model import TupleModel
+from service.recommendations.workload_features import FEATURES, feature_row
+from trainer.artifact import artifact_bytes
+from trainer.evaluation import baseline_predictors, best_baseline, evaluate, predict_sizes
 from trainer.examples import groups, split_by_group, with_some_unmeasured
-from trainer.features import FEATURES, feature_row
-from trainer.models import SearchConfig, SklearnSizeModel, predict_sizes, search_lightgbm
+from trainer.fit import SklearnSizeModel
+from trainer.search import SearchConfig, search_lightgbm
 
 from .synthetic import synthetic_examples
 
@@ -87,13 +90,43 @@ def test_lightgbm_search_beats_the_baselines_and_round_trips(examples) -> None: 
     assert scores["default"].regret.mean > 0.2  # the default is far off on these workloads
     assert scores["lightgbm"].coverage is not None and scores["lightgbm"].coverage > 0.5
 
-    loaded = TupleModel.from_bytes(result.model.to_bytes())
-    assert np.array_equal(predict_sizes(loaded, test)[0], predict_sizes(result.model, test)[0])
+    loaded = TupleModel.from_bytes(artifact_bytes(result.model))
+    for answer in (predict_sizes(result.model, test), predict_sizes(loaded, test)):
+        assert np.array_equal(answer[0], predict_sizes(result.model, test)[0])
+        assert np.array_equal(answer[1], predict_sizes(result.model, test)[1])
     start, ranges = loaded.predict(test[0].host, test[0].profile)
-    assert set(start) == {"thread_pool_size", "thread_pool_oversubscribe"}
-    assert start["thread_pool_oversubscribe"] == 3  # constant target → constant answer
+    assert set(start) == {
+        "thread_pool_size",
+        "thread_pool_oversubscribe",
+        "thread_pool_stall_limit",
+    }
+    # No workload has a stall-limit curve: nothing says it matters, so its default.
+    assert start["thread_pool_stall_limit"] == 500
     low, high = ranges["thread_pool_size"]
     assert low <= start["thread_pool_size"] <= high
+
+
+def test_a_secondary_knob_leaves_its_default_only_where_a_gain_is_expected(examples) -> None:  # type: ignore[no-untyped-def]
+    """Oversubscribe 32 brings +20% on the IO-heavy workloads (W/S > 5) and nothing on the
+    others: the model recommends it there and keeps the default 3 elsewhere."""
+    train, test = split_by_group(examples, test_fraction=0.25, seed=0)
+    model = search_lightgbm(Engine.MARIADB, train, SearchConfig(trials=2, seed=0)).model
+    answers = [model.recommend(e.host, e.profile) for e in test]
+    heavy = np.array([e.optimal_tuple["thread_pool_oversubscribe"] == 32 for e in test])
+    chosen = np.array([a.values["thread_pool_oversubscribe"] for a in answers])
+    assert 0.8 <= np.mean(chosen[heavy] == 32)
+    assert 0.9 <= np.mean(chosen[~heavy] == 3)
+    # Its expected gain (+20%) is the predicted gain over a host already at the size.
+    case, answer = next(
+        (e, a)
+        for e, a in zip(test, answers, strict=True)
+        if a.values["thread_pool_oversubscribe"] == 32
+    )
+    current = answer.values | {"thread_pool_oversubscribe": 3}
+    gain = model.recommend(case.host, case.profile, current).predicted_gain
+    assert gain is not None
+    assert gain.estimate == pytest.approx(1.2, abs=0.08)
+    assert gain.low < gain.estimate < gain.high
 
 
 def test_artifact_loader_refuses_foreign_bytes() -> None:

@@ -12,17 +12,19 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from agents.knobs import Engine
+from service.recommendations.tuple_model import KnobModel, TupleModel
 from service.registry import service as registry
 from service.registry.service import PromotionRejectedError
 from service.reports.models import Report
 from tests.service.factories import auth, create_agent
-from trainer import datasets, simcorpus
-from trainer.artifact import KnobModel, TupleModel
-from trainer.data import read_examples
+from trainer import simcorpus
+from trainer.artifact import artifact_bytes
 from trainer.examples import split_by_group
 from trainer.importer import import_reports
-from trainer.models import SearchConfig, search_lightgbm
 from trainer.pipeline import promotion_gate
+from trainer.search import SearchConfig, search_lightgbm
+from trainer.sources import datasets
+from trainer.sources.database import read_examples
 
 from .synthetic import synthetic_examples
 
@@ -77,6 +79,18 @@ def test_import_is_idempotent_and_reads_back_the_same_examples(
         assert example.curve is not None and original.curve is not None
         assert example.curve.sizes.tolist() == original.curve.sizes.tolist()
         np.testing.assert_allclose(example.curve.throughput, original.curve.throughput)
+        # A sim-* dataset is simulated, with its secondary knobs' curves too.
+        assert example.domain == original.domain == "simulated"
+        assert (
+            set(example.knob_curves)
+            == set(original.knob_curves)
+            == {
+                "thread_pool_oversubscribe",
+                "thread_pool_stall_limit",
+            }
+        )
+        for name, curve in example.knob_curves.items():
+            np.testing.assert_allclose(curve.throughput, original.knob_curves[name].throughput)
 
 
 def test_registration_numbers_versions_per_name(
@@ -86,7 +100,7 @@ def test_registration_numbers_versions_per_name(
         db_session,
         engine=Engine.MARIADB,
         name="lightgbm",
-        artifact=good_model.to_bytes(),
+        artifact=artifact_bytes(good_model),
         metrics={"regret": 0.02},
         training_summary={"examples": 160},
     )
@@ -94,7 +108,7 @@ def test_registration_numbers_versions_per_name(
         db_session,
         engine=Engine.MARIADB,
         name="lightgbm",
-        artifact=good_model.to_bytes(),
+        artifact=artifact_bytes(good_model),
         metrics={"regret": 0.01},
         training_summary={"examples": 160},
     )
@@ -121,7 +135,7 @@ def test_gate_refuses_a_worse_model_and_accepts_a_better_one(db_session: Session
         db_session,
         engine=Engine.MARIADB,
         name="good",
-        artifact=good.to_bytes(),
+        artifact=artifact_bytes(good),
         metrics={"regret": accepted.candidate_regret},
         training_summary={},
     )
@@ -130,7 +144,7 @@ def test_gate_refuses_a_worse_model_and_accepts_a_better_one(db_session: Session
         db_session,
         engine=Engine.MARIADB,
         name="bad",
-        artifact=always_size_one().to_bytes(),
+        artifact=artifact_bytes(always_size_one()),
         metrics={"regret": refused.candidate_regret},
         training_summary={},
     )
@@ -149,7 +163,7 @@ async def test_the_service_answers_with_the_trainers_prediction(
         db_session,
         engine=Engine.MARIADB,
         name="lightgbm",
-        artifact=good_model.to_bytes(),
+        artifact=artifact_bytes(good_model),
         metrics={"regret": 0.01},
         training_summary={},
     )

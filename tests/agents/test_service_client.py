@@ -1,4 +1,5 @@
-"""Uploads: retry with capped backoff on 408/429/5xx and network errors, then spool."""
+"""The service client: retry with capped backoff on 408/429/5xx and network errors;
+reports through the spool."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agents.spool import Spool
-from agents.uploader import (
+from agents.service_client import (
     AuthenticationFailed,
     RequestRejected,
     ServiceClient,
     ServiceUnavailable,
     Uploader,
 )
+from agents.spool import Spool
 from agents.wire import RecommendationRequest, RecommendationResponse
 from tests.agents.reports import HOST, PROFILE, make_report
 

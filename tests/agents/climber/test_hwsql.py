@@ -1,6 +1,6 @@
-"""The reference (HWSQL) climber: every state transition and guard on deterministic curves.
+"""HWSQL's climber (registered as "reference"): every state transition and guard on exact curves.
 
-Curves are noise-free and the host has 72 CPUs, so the reference's own magnitudes apply
+Curves are noise-free and the host has 72 CPUs, so HWSQL's own magnitudes apply
 (wave 10…63, eps 5, 300/s minimum) and the right answer is known in advance.
 """
 
@@ -10,27 +10,27 @@ from dataclasses import replace
 
 import pytest
 
-from agents.climber import EventKind, ReferenceClimber, Sample
-from agents.climber.reference import first_harmonic
+from agents.climber import EventKind, HwsqlClimber, Sample
+from agents.climber.hwsql import first_harmonic
 from agents.sim import KneeCurve, UslCurve
 from tests.agents.climber.helpers import SIZE, drive, new, size_space
 
 CPUS = 72
 
 
-def reasons(climber: ReferenceClimber, kind: EventKind = EventKind.REINIT) -> list[str]:
+def reasons(climber: HwsqlClimber, kind: EventKind = EventKind.REINIT) -> list[str]:
     return [e.reason for e in climber.events if e.kind is kind]
 
 
-def reference() -> ReferenceClimber:
+def hwsql() -> HwsqlClimber:
     climber = new("reference", CPUS)
-    assert isinstance(climber, ReferenceClimber)
+    assert isinstance(climber, HwsqlClimber)
     return climber
 
 
 @pytest.mark.parametrize("start", [5, 120])
 def test_usual_brackets_the_optimum_and_becomes_optimized(start: int) -> None:
-    climber = reference()
+    climber = hwsql()
     run = drive(
         climber,
         UslCurve.with_peak_at(40, connections=1000, cores=CPUS),
@@ -46,7 +46,7 @@ def test_usual_brackets_the_optimum_and_becomes_optimized(start: int) -> None:
 
 
 def test_plateau_walks_left_towards_the_knee() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = KneeCurve(rate=10_000, knee_size=10, connections=1000, cores=CPUS)
     run = drive(climber, curve, start={SIZE: 100}, samples=500)
     assert "PLATEAU" in run.states
@@ -58,7 +58,7 @@ def test_plateau_walks_left_towards_the_knee() -> None:
 
 
 def test_optimized_is_left_when_throughput_moves_more_than_20_percent() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = UslCurve.with_peak_at(40, connections=1000, cores=CPUS)
 
     def switch(index: int, server: object) -> None:
@@ -72,7 +72,7 @@ def test_optimized_is_left_when_throughput_moves_more_than_20_percent() -> None:
 
 
 def test_jump_and_optimized_guards_keep_the_size_near_the_connection_count() -> None:
-    climber = reference()
+    climber = hwsql()
     # The curve alone would want 100 threads, but only 10 clients are connected.
     curve = UslCurve.with_peak_at(100, connections=10, cores=CPUS)
     run = drive(climber, curve, start={SIZE: 20}, samples=300)
@@ -82,7 +82,7 @@ def test_jump_and_optimized_guards_keep_the_size_near_the_connection_count() -> 
 
 
 def test_suspends_below_min_accepted_throughput_and_resumes() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = KneeCurve(rate=100, knee_size=10, connections=100, cores=CPUS)  # < 300/s
 
     def boost(index: int, sample: Sample) -> Sample:
@@ -97,7 +97,7 @@ def test_suspends_below_min_accepted_throughput_and_resumes() -> None:
 
 
 def test_manual_knob_change_reinitialises_around_the_new_value() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = UslCurve.with_peak_at(40, connections=1000, cores=CPUS)
 
     def operator(index: int, sample: Sample) -> Sample:
@@ -111,7 +111,7 @@ def test_manual_knob_change_reinitialises_around_the_new_value() -> None:
 
 
 def test_no_connections_reinitialises() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = UslCurve.with_peak_at(40, connections=1000, cores=CPUS)
 
     def idle(index: int, sample: Sample) -> Sample:
@@ -122,7 +122,7 @@ def test_no_connections_reinitialises() -> None:
 
 
 def test_steep_drop_reinitialises() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = UslCurve.with_peak_at(40, connections=1000, cores=CPUS)
 
     def crash(index: int, sample: Sample) -> Sample:
@@ -133,7 +133,7 @@ def test_steep_drop_reinitialises() -> None:
 
 
 def test_curve_change_is_detected_by_two_interpolation_misses_in_a_row() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = UslCurve.with_peak_at(40, connections=1000, cores=CPUS)
 
     def switch(index: int, server: object) -> None:
@@ -145,7 +145,7 @@ def test_curve_change_is_detected_by_two_interpolation_misses_in_a_row() -> None
 
 
 def test_one_miss_is_not_a_curve_change() -> None:
-    climber = reference()
+    climber = hwsql()
     curve = UslCurve.with_peak_at(40, connections=1000, cores=CPUS)
 
     def blip(index: int, sample: Sample) -> Sample:
@@ -158,7 +158,7 @@ def test_one_miss_is_not_a_curve_change() -> None:
 def test_jump_down_is_scaled_by_the_strength_of_the_degradation() -> None:
     jumps = []
     for strength in (1.0, 0.25):
-        climber = reference()
+        climber = hwsql()
         climber.reset({SIZE: 50})
         climber._up_strengths.append(0.5)  # an earlier upward move of strength 0.5
         climber._move(up=False, strength=strength)
@@ -168,8 +168,8 @@ def test_jump_down_is_scaled_by_the_strength_of_the_degradation() -> None:
 
 
 def test_magnitudes_are_scaled_to_the_host() -> None:
-    big = ReferenceClimber(size_space(72), 72)
-    small = ReferenceClimber(size_space(8), 8)
+    big = HwsqlClimber(size_space(72), 72)
+    small = HwsqlClimber(size_space(8), 8)
     assert (big.min_magnitude, big.eps, big.min_throughput) == (10, 5.0, 300.0)
     assert big.max_magnitude == 63  # 80, capped at half the 1…128 range
     assert (small.min_magnitude, small.eps) == (1, 1.0)

@@ -1,0 +1,135 @@
+"""PgBouncer profile arithmetic on hand-made snapshots (counter names of the collectors)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from agents.pgbouncer.collectors import activity_counter
+from agents.pgbouncer.profile import (
+    build_profile,
+    interval,
+    restarted_between,
+    throughput_cv,
+)
+from agents.profile import ProfileError
+from agents.targets.base import Snapshot
+
+
+def snap(
+    t: float,
+    *,
+    xacts: float,
+    queries: float | None = None,
+    xact_time_s: float = 0.0,
+    wait_time_s: float = 0.0,
+    cpu: float | None = None,
+    clients: float = 10.0,
+    waiting: float = 0.0,
+    reads: float | None = None,
+    writes: float | None = None,
+    activity: Mapping[str, float] | None = None,
+    uptime: float = 1000.0,
+    per_database: Mapping[str, float] | None = None,
+) -> Snapshot:
+    counters = {
+        "pgb_xact_count": xacts,
+        "pgb_query_count": queries if queries is not None else 3 * xacts,
+        "pgb_xact_time_s": xact_time_s,
+        "pgb_query_time_s": xact_time_s / 2,
+        "pgb_wait_time_s": wait_time_s,
+        "pg_xact_commit": xacts,
+        "pg_blks_read": xacts / 10,
+        "pg_wal_sync": xacts / 2,
+        "pg_uptime_s": uptime,
+    }
+    if reads is not None and writes is not None:
+        counters["pgss_read_calls"] = reads
+        counters["pgss_write_calls"] = writes
+    for kind, value in (activity or {}).items():
+        counters[activity_counter(kind)] = value
+    for database, value in (per_database or {}).items():
+        counters[f"pgb_xact_count@{database}"] = value
+    return Snapshot(
+        taken_at=t,
+        uptime_s=uptime,
+        counters=counters,
+        gauges={"pgb_clients": clients, "pgb_cl_waiting": waiting, "pgb_sv_active": 4.0},
+        cpu_seconds=cpu,
+        latency_count=xacts,
+        latency_total_s=xact_time_s,
+    )
+
+
+def test_an_interval_is_transactions_and_queries_per_second() -> None:
+    first = snap(0.0, xacts=1000, xact_time_s=10.0, cpu=5.0, per_database={"a": 100})
+    last = snap(2.0, xacts=3000, xact_time_s=18.0, cpu=6.0, per_database={"a": 700})
+    rates = interval(first, last)
+    assert rates.tps == 1000.0 and rates.qps == 3000.0
+    assert rates.latency_ms == pytest.approx(4.0)  # 8 s over 2000 transactions
+    assert rates.cpu_busy == pytest.approx(0.5)
+    assert rates.connections == 10
+    assert interval(first, last, database="a").tps == 300.0
+
+
+def test_a_restart_of_either_server_is_no_sample() -> None:
+    first = snap(0.0, xacts=1000)
+    assert restarted_between(first, snap(2.0, xacts=10))
+    assert restarted_between(first, snap(2.0, xacts=2000, uptime=5.0))
+    with pytest.raises(ProfileError, match="restarted"):
+        interval(first, snap(2.0, xacts=10))
+
+
+def test_the_profile_is_per_transaction() -> None:
+    quiet = {"samples": 0, "in_xact": 0, "cpu": 0, "Lock": 0, "LWLock": 0}
+    busy = {"samples": 10, "in_xact": 60, "cpu": 20, "Lock": 30, "LWLock": 5}
+    first = snap(0.0, xacts=0, cpu=0.0, waiting=2.0, reads=0, writes=0, activity=quiet)
+    last = snap(
+        10.0,
+        xacts=2000,
+        xact_time_s=12.0,
+        wait_time_s=4.0,
+        cpu=3.0,
+        waiting=2.0,
+        reads=1000,
+        writes=3000,
+        activity=busy,
+    )
+    profile = build_profile([first, last])
+    assert profile.tps == 200.0 and profile.qps == 600.0
+    assert profile.latency_ms == pytest.approx(6.0)
+    assert profile.cpu_ms_per_request == pytest.approx(1.5)
+    assert profile.wait_ms_per_request == pytest.approx(4.5)
+    # Little's law: 200 tps × 6 ms = 1.2 busy server connections, + 2 clients waiting.
+    assert profile.active_connections == pytest.approx(3.2)
+    assert profile.think_ms == pytest.approx(1000 * (10 - 3.2) / 200)
+    assert profile.read_fraction == 0.25
+    assert profile.rounds_per_request == 3.0
+    assert profile.io_reads_per_txn == pytest.approx(0.1)
+    assert profile.fsyncs_per_txn == pytest.approx(0.5)
+    assert profile.lock_waits_per_s is None
+    # 0.5 backends in LWLock waits on average over 200 tps: 2.5 ms per transaction.
+    assert profile.sync_ms_per_request == pytest.approx(2.5)
+    assert profile.extras["pg_share_lock"] == pytest.approx(0.5)
+    assert profile.extras["lock_wait_ms_per_txn"] == pytest.approx(15.0)
+    assert profile.extras["pool_wait_ms_per_txn"] == pytest.approx(2.0)
+
+
+def test_unknown_sources_leave_fields_unknown() -> None:
+    first = snap(0.0, xacts=0, activity={"samples": 0, "cpu": 0, "in_xact": 0})
+    last = snap(10.0, xacts=1000, xact_time_s=5.0, activity={"samples": 10, "cpu": 5, "in_xact": 8})
+    profile = build_profile([first, last])
+    assert profile.read_fraction is None  # no pg_stat_statements
+    # PostgreSQL on another host: the sampled on-CPU backends give S (0.5 / 100 tps).
+    assert profile.cpu_ms_per_request == pytest.approx(5.0)
+    assert profile.sync_ms_per_request is None
+    with pytest.raises(ProfileError, match="two snapshots"):
+        build_profile([first])
+
+
+def test_throughput_cv_is_over_transactions() -> None:
+    steady = [snap(float(t), xacts=100.0 * t) for t in range(5)]
+    assert throughput_cv(steady) == 0.0
+    uneven = [snap(0.0, xacts=0), snap(1.0, xacts=100), snap(2.0, xacts=300)]
+    assert throughput_cv(uneven) == pytest.approx(50 / 150)

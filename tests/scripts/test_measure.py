@@ -1,0 +1,71 @@
+"""The runner on a real MariaDB under sysbench: a measured case is stored with its
+provenance the moment it ends, and the next run finds it done."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+
+import pytest
+
+from scripts.mariadb_dataset.cases import OVERSUBSCRIBE, SIZE, STALL, Timing, select_cases
+from scripts.mariadb_dataset.catalogs import catalog
+from scripts.mariadb_dataset.host import host_facts
+from scripts.mariadb_dataset.records import case_dir, read_records
+from scripts.mariadb_dataset.resume import case_states, within_budget
+from scripts.mariadb_dataset.runner import measure_cases
+
+pytestmark = [pytest.mark.slow, pytest.mark.mariadb]
+
+#: About 15 s of measuring: two sizes once, then two oversubscribe values and one stall limit.
+SHORT = Timing(
+    dwell_s=2.0,
+    sample_period_s=1.0,
+    discard_samples=1,
+    repeats=1,
+    secondary_repeats=1,
+    baseline_s=2.0,
+    warmup_s=1.0,
+    size_grid=(1, 2),
+    oversubscribe_grid=(3, 10),
+    stall_grid=(500,),
+)
+
+
+def test_a_measured_case_is_stored_and_found_done_by_the_next_run(tmp_path: Path) -> None:
+    (case,) = select_cases(catalog("v2"), patterns=["oltp_point_select-c4"])
+    case = dataclasses.replace(case, secondary=True)
+    host = host_facts()
+    written = measure_cases(
+        [case],
+        dataset="mariadb-2core-v2",
+        out=tmp_path / "out",
+        timing=SHORT,
+        host=host,
+        work_dir=tmp_path / "work",
+        stop=threading.Event(),
+        busy_cores=64.0,  # a shared test machine: judge nothing busy here
+        command="test",
+    )
+    assert [r.workload_id for r in written] == [case.workload_id]
+    files = {p.name for p in case_dir(tmp_path / "out", case.workload_id).iterdir()}
+    assert {"case.json", "sysbench.log", f"{SIZE}.csv", f"{STALL}-samples.csv"} <= files
+
+    (record,) = read_records(tmp_path / "out").values()
+    assert record.status == "done"
+    assert record.host["engine_version"] == host["engine_version"] != ""
+    assert record.server["name"] == "main"
+    assert "--thread-handling=pool-of-threads" in record.server["command_line"]
+    assert "--threads=4" in record.sysbench["command"] and record.sysbench["ok"]
+    assert record.other_cpu["mean_cores"] is not None and record.other_cpu["quiet"]
+    size = record.sweeps[SIZE]
+    assert [p.value for p in size.points] == [1, 2] and all(p.mean > 0 for p in size.points)
+    assert size.baseline_profile is not None and size.baseline_profile.connections >= 4
+    assert [p.value for p in record.sweeps[OVERSUBSCRIBE].points] == [3, 10]
+    assert size.restored == {SIZE: 2}
+
+    stored = read_records(tmp_path / "out")
+    states = case_states([case], stored, timing=SHORT, host=host, busy_cores=64.0)
+    assert states[0].state == "done"
+    assert within_budget(states, SHORT, max_minutes=None) == []
