@@ -37,11 +37,12 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 
 venv: $(VENV)/.installed-dev
 
-# bootstrap: on an empty database, import part of datasets/sim-v1 and train, register and
-# promote a small model (seconds); with a model already promoted it does nothing.
+# bootstrap: for each engine with bundled datasets (MariaDB: sim-v2 and the real sweeps;
+# PgBouncer: pgbouncer-2core-v1 when there) whose database has no promoted model: import
+# them, train, register and promote a model (a minute or two); otherwise it does nothing.
 run: $(VENV)/.installed-run
 	$(BIN)/pooltune-trainer bootstrap
-	@echo "pooltune service: API docs at http://$(HOST):$(PORT)/docs (database: $${POOLTUNE_DATABASE_URL:-sqlite:///./pooltune.db})"
+	@echo "pooltune: console at http://$(HOST):$(PORT)/ (sign in with POOLTUNE_ADMIN_TOKEN, in development change-me), API docs at /docs (database: $${POOLTUNE_DATABASE_URL:-sqlite:///./pooltune.db})"
 	$(BIN)/pooltune-service serve --host $(HOST) --port $(PORT)
 
 system:
@@ -51,7 +52,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
 typecheck: $(VENV)/.installed-dev
-	$(BIN)/mypy agents service trainer benchmarks scripts
+	$(BIN)/mypy agents service trainer benchmarks scripts lab
 
 test: system lint typecheck
 	$(BIN)/pytest -p no:cacheprovider $(PYTEST_ARGS)
