@@ -55,7 +55,7 @@ typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy agents service trainer benchmarks scripts lab
 
 test: system lint typecheck
-	$(BIN)/pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/pytest -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
 
 test-fast: lint typecheck
 	$(BIN)/pytest -p no:cacheprovider -m "not slow" $(PYTEST_ARGS)
