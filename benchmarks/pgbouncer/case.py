@@ -20,25 +20,6 @@ from lab.pgbouncer import DatabaseEntry, PgBouncer, start_pgbouncer, stop_pgboun
 from lab.postgres import start_postgres, stop_postgres
 
 
-def target_section(bouncer: PgBouncer) -> dict[str, Any]:
-    """``[target]`` + ``[target.pgbouncer]`` of an agent on ``bouncer``."""
-    cluster = bouncer.cluster
-    return {
-        "engine": "pgbouncer",
-        "host": bouncer.host,
-        "port": bouncer.port,
-        "user": bouncer.admin_user,
-        "password": bouncer.admin_password,
-        "pgbouncer": {
-            "postgres_host": cluster.host,
-            "postgres_port": cluster.port,
-            "postgres_user": cluster.role,
-            "postgres_password": cluster.password,
-            "postgres_database": cluster.database,
-        },
-    }
-
-
 def run_case(
     workload: str,
     clients: int,
@@ -68,7 +49,7 @@ def run_case(
         endpoint = Endpoint(bouncer.host, bouncer.port, "bench", cluster.role, cluster.password)
         run = pgbench.start(endpoint, live.script, clients=clients, time_s=int(load_s + 180))
         assert bouncer.pid is not None
-        section = target_section(bouncer)
+        section = bouncer.target_section()
         observer = Observer(
             PgBouncerTarget(TargetSection.model_validate(section)),
             knob=SIZE,

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.config import PgBouncerTargetSection, TargetSection
+from agents.config import TargetSection
 from agents.hostcpu import HostCpu
 from agents.state import OriginalTupleFile
 from agents.sweep import Progress, ProgressCallback, Sweeper, SweepPlan, SweepResult
@@ -68,7 +68,7 @@ class DatasetLab:
                 settings=BOUNCER_SETTINGS[mode],
             )
             try:
-                target = PgBouncerTarget(target_section(bouncer))
+                target = PgBouncerTarget(TargetSection.model_validate(bouncer.target_section()))
                 target.connect()
                 info = target.check()
             except BaseException:
@@ -84,24 +84,6 @@ class DatasetLab:
             target.close()
             stop_pgbouncer(bouncer)
         stop_postgres(self.cluster)
-
-
-def target_section(bouncer: PgBouncer) -> TargetSection:
-    cluster = bouncer.cluster
-    return TargetSection(
-        engine="pgbouncer",
-        host=bouncer.host,
-        port=bouncer.port,
-        user=bouncer.admin_user,
-        password=bouncer.admin_password,
-        pgbouncer=PgBouncerTargetSection(
-            postgres_host=cluster.host,
-            postgres_port=cluster.port,
-            postgres_user=cluster.role,
-            postgres_password=cluster.password,
-            postgres_database=cluster.database,
-        ),
-    )
 
 
 def start_lab(state_dir: Path) -> DatasetLab:
