@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from agents.knobs import Engine
-from benchmarks.live.case import case_key
+from benchmarks.live.case import CasePlan, case_key
 from benchmarks.live.report import VERDICTS, print_table, print_warm_comparison
 from benchmarks.live.scoring import LiveCaseScore, score_case
 from benchmarks.live.warm import WarmService, warm_service
 
-#: An engine's live case: (workload, clients, keyword options) → its score.
-RunCase = Callable[..., LiveCaseScore]
+#: An engine's live case: (workload, clients, plan, raw samples) → its score.
+RunCase = Callable[[str, int, CasePlan, dict[str, Any]], LiveCaseScore]
 #: What an engine prints after the final table (e.g. its done-when checks).
 AfterTable = Callable[[list[LiveCaseScore]], None]
 
@@ -126,20 +126,18 @@ def run_live(
                         engine=engine,
                     )
                 )
+            plan = CasePlan(
+                sizes=sizes,
+                sweep_seconds=args.sweep_seconds,
+                passes=args.passes,
+                agent_seconds=args.agent_seconds,
+                ab_seconds=args.ab_seconds,
+                work_dir=args.work_dir,
+                warm=warm,
+                warm_first=args.warm_first,
+            )
             for clients in client_counts:
-                result = run_case(
-                    workload,
-                    clients,
-                    sizes=sizes,
-                    sweep_seconds=args.sweep_seconds,
-                    passes=args.passes,
-                    agent_seconds=args.agent_seconds,
-                    ab_seconds=args.ab_seconds,
-                    work_dir=args.work_dir,
-                    raw=raw,
-                    warm=warm,
-                    warm_first=args.warm_first,
-                )
+                result = run_case(workload, clients, plan, raw)
                 results.append(result)
                 print_table([result])
                 key = case_key(workload, clients)
