@@ -18,7 +18,7 @@ from typing import Any
 from agents.approval import ApprovedStart, Outcome, make_gate
 from agents.climber import Climber, KnobSpace
 from agents.clock import utc_datetime
-from agents.config import AgentConfig, reloadable
+from agents.config import AgentConfig, reload_config
 from agents.faults import FaultHandling
 from agents.periodic import PeriodicLoop
 from agents.phase import GATED_PHASES, Phase
@@ -132,10 +132,8 @@ class AgentLoop(FaultHandling, PeriodicLoop):
     def _reload(self) -> None:
         if self.config_loader is None:
             return
-        try:
-            new = reloadable(self.config, self.config_loader())
-        except Exception as exc:  # a broken file must not stop a running agent
-            logger.error("configuration not reloaded, keeping the running one: %s", exc)
+        new = reload_config(self.config, self.config_loader)
+        if new is None:
             return
         if new.tuned_knob_names != self.names:
             logger.warning("[climber] knobs changes take effect after a restart")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.config import AgentConfig, reloadable
+from agents.config import AgentConfig, reload_config
 from agents.knobs import Engine
 from agents.loop import AgentLoop, Phase
 from agents.periodic import PeriodicLoop
@@ -199,10 +199,8 @@ class PoolRotation(PeriodicLoop):
     def _reload(self) -> None:
         if self.config_loader is None:
             return
-        try:
-            new = reloadable(self.config, self.config_loader())
-        except Exception as exc:  # a broken file must not stop a running agent
-            logger.error("configuration not reloaded, keeping the running one: %s", exc)
+        new = reload_config(self.config, self.config_loader)
+        if new is None:
             return
         if new.target.pgbouncer.pools != self.config.target.pgbouncer.pools:
             logger.warning("[target.pgbouncer] pools changes take effect after a restart")
