@@ -37,7 +37,7 @@ from agents.report import Climb, build_report, report_summary
 from agents.rollback import RollbackGuard, ThroughputLevels
 from agents.server_watch import ServerWatch
 from agents.service_client import Uploader
-from agents.state import OriginalTupleFile, StatusFile, restore_original, restore_original_retrying
+from agents.state import OriginalTupleFile, StatusFile, restore_original_retrying, take_over
 from agents.status import Counters, status_document
 from agents.targets.base import (
     KnobApplyError,
@@ -103,13 +103,7 @@ class AgentLoop(FaultHandling, PeriodicLoop):
     def start(self) -> None:
         """Connect, restore a tuple a crash left behind, check the server. Raises on a
         server that cannot be tuned (:class:`TargetMisconfigured`)."""
-        self.target.connect()
-        restored = restore_original(self.target, self.original)
-        if restored is not None:
-            logger.warning("restored the original tuple %s left by an earlier run", restored)
-        info = self.target.check()
-        for note in info.notes:
-            logger.warning("%s", note)
+        info = take_over(self.target, self.original, what="tuple")
         self.host = self.target.host_facts()
         self.applied = self.target.current_tuple(self.names)
         logger.info(

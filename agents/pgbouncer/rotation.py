@@ -36,8 +36,8 @@ from agents.state import (
     OriginalTupleFile,
     SavedTuple,
     StatusFile,
-    restore_original,
     restore_original_retrying,
+    take_over,
 )
 from agents.status import Counters
 from agents.targets.base import (
@@ -176,13 +176,7 @@ class PoolRotation(PeriodicLoop):
 
     def start(self) -> None:
         """Restore every pool a crash left changed (at once), check, start each pool's loop."""
-        self.target.connect()
-        restored = restore_original(self.target, self.original)
-        if restored is not None:
-            logger.warning("restored the original pool sizes %s left by an earlier run", restored)
-        info = self.target.check()
-        for note in info.notes:
-            logger.warning("%s", note)
+        take_over(self.target, self.original, what="pool sizes")
         for loop in self.loops.values():
             loop.start()
         logger.info("climbing the pools %s in turn", ", ".join(self.loops))
