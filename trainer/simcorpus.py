@@ -16,6 +16,7 @@ from agents.knobs import Engine
 from agents.sim import SimServer, SimWorkload, random_workload
 from agents.sim.model import OVERSUBSCRIBE_GRID, STALL_LIMIT_GRID
 from agents.wire import WorkloadProfile
+from trainer.sources.datasets import files_table
 
 #: Pool sizes at which curves are stored: every size to 16, then steps of 2, 4 and 8 (regret
 #: interpolates in log size between them, which is exact at the stored sizes).
@@ -229,14 +230,6 @@ def build_corpus(
 def doc_rows(docs: Mapping[str, str]) -> str:
     """The rows of a README's column table: name, meaning."""
     return "\n".join(f"| `{k}` | {v} |" for k, v in docs.items())
-
-
-def files_table(manifest: Mapping[str, Any]) -> str:
-    """The rows of a README's table of files: name, bytes, sha256."""
-    return "\n".join(
-        f"| `{name}` | {meta['bytes']:,} | `{meta['sha256']}` |"
-        for name, meta in manifest["files"].items()
-    )
 
 
 COLUMN_DOCS = {

@@ -37,12 +37,12 @@ from trainer.simcorpus import (
     SIZE,
     STALL,
     doc_rows,
-    files_table,
     run_chunks,
     tables,
     workload_curves,
     workload_row,
 )
+from trainer.sources.datasets import files_table
 
 VERSION = "sim-v2"
 CALIBRATED_SHARE = 0.3
