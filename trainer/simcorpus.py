@@ -227,9 +227,31 @@ def build_corpus(
     return tables(rows, points)
 
 
-def doc_rows(docs: Mapping[str, str]) -> str:
-    """The rows of a README's column table: name, meaning."""
-    return "\n".join(f"| `{k}` | {v} |" for k, v in docs.items())
+def schema_section(
+    manifest: Mapping[str, Any], columns: Mapping[str, str], curve_columns: Mapping[str, str]
+) -> str:
+    """The end of a simulated corpus's README: its files, then the meaning of every column
+    of both tables."""
+    rows = "\n".join(f"| `{k}` | {v} |" for k, v in columns.items())
+    curve_rows = "\n".join(f"| `{k}` | {v} |" for k, v in curve_columns.items())
+    return f"""## Files
+
+| file | bytes | sha256 |
+|---|---|---|
+{files_table(manifest)}
+
+## `workloads.parquet` — one row per workload
+
+| column | meaning |
+|---|---|
+{rows}
+
+## `curves.parquet` — curve points, long format
+
+| column | meaning |
+|---|---|
+{curve_rows}
+"""
 
 
 COLUMN_DOCS = {
@@ -266,7 +288,6 @@ CURVE_DOCS = {
 
 
 def readme(manifest: dict[str, Any]) -> str:
-    rows, curve_rows, files = doc_rows(COLUMN_DOCS), doc_rows(CURVE_DOCS), files_table(manifest)
     return f"""# sim-v1 — simulated workloads
 
 {manifest["workloads"]:,} workloads from pooltune's queueing simulator (`agents/sim/`), spanning
@@ -285,21 +306,4 @@ Created {manifest["created_at"]}. Read with `trainer.sources.datasets.load_datas
 checks every file against `MANIFEST.json` and refuses a changed one; import into the service's
 database with `pooltune-trainer import-dataset sim-v1`.
 
-## Files
-
-| file | bytes | sha256 |
-|---|---|---|
-{files}
-
-## `workloads.parquet` — one row per workload
-
-| column | meaning |
-|---|---|
-{rows}
-
-## `curves.parquet` — curve points, long format
-
-| column | meaning |
-|---|---|
-{curve_rows}
-"""
+{schema_section(manifest, COLUMN_DOCS, CURVE_DOCS)}"""

@@ -36,13 +36,12 @@ from trainer.simcorpus import (
     PROFILE_WINDOW_S,
     SIZE,
     STALL,
-    doc_rows,
     run_chunks,
+    schema_section,
     tables,
     workload_curves,
     workload_row,
 )
-from trainer.sources.datasets import files_table
 
 VERSION = "sim-v2"
 CALIBRATED_SHARE = 0.3
@@ -280,12 +279,9 @@ COLUMN_DOCS = {
 
 def readme(manifest: Mapping[str, Any]) -> str:
     """The corpus's README: provenance, calibration and the schema."""
-    rows = doc_rows(COLUMN_DOCS)
     curve_docs = dict(CURVE_DOCS) | {
         "throughput": "noise-free steady-state throughput (statements/s)"
     }
-    curve_rows = doc_rows(curve_docs)
-    files = files_table(manifest)
     description = manifest["description"]
     calibration = description.get("calibration", [])
     cases = "\n".join(
@@ -320,21 +316,4 @@ manifest (`description.calibration`). Check that it covers the real cases with
 |---|---|---|---|
 {cases}
 
-## Files
-
-| file | bytes | sha256 |
-|---|---|---|
-{files}
-
-## `workloads.parquet` — one row per workload
-
-| column | meaning |
-|---|---|
-{rows}
-
-## `curves.parquet` — curve points, long format
-
-| column | meaning |
-|---|---|
-{curve_rows}
-"""
+{schema_section(manifest, COLUMN_DOCS, curve_docs)}"""
