@@ -184,6 +184,13 @@ SnapshotCount = Callable[[Snapshot, Snapshot], float]
 RestartCheck = Callable[[Snapshot, Snapshot], bool]
 
 
+def profile_ends(snapshots: Sequence[Snapshot]) -> tuple[Snapshot, Snapshot]:
+    """The first and last of ``snapshots``: a profile needs at least two (a ProfileError)."""
+    if len(snapshots) < 2:
+        raise ProfileError("a profile needs at least two snapshots")
+    return snapshots[0], snapshots[-1]
+
+
 def off_cpu_wait_ms(latency_ms: float | None, cpu_ms: float | None) -> float | None:
     """W, the off-CPU wait per request: what is left of the latency after the CPU time."""
     if latency_ms is None or cpu_ms is None:
@@ -277,9 +284,7 @@ def climb_metric(configured: ThroughputMetric, profile: WorkloadProfile) -> Thro
 
 def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     """The workload profile over ``snapshots`` (at least two, in time order)."""
-    if len(snapshots) < 2:
-        raise ProfileError("a profile needs at least two snapshots")
-    first, last = snapshots[0], snapshots[-1]
+    first, last = profile_ends(snapshots)
     rates = interval(first, last)
     window = rates.duration_s
     statements = client_statements(first, last)

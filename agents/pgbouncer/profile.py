@@ -23,6 +23,7 @@ from agents.profile import (
     finite_or_none,
     mean_latency_ms,
     off_cpu_wait_ms,
+    profile_ends,
     rate_cv,
     think_time_ms,
 )
@@ -96,9 +97,7 @@ def _gauge_mean(snapshots: Sequence[Snapshot], name: str) -> float | None:
 
 def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     """The workload profile over ``snapshots`` (at least two, in time order)."""
-    if len(snapshots) < 2:
-        raise ProfileError("a profile needs at least two snapshots")
-    first, last = snapshots[0], snapshots[-1]
+    first, last = profile_ends(snapshots)
     rates = interval(first, last)
     window = rates.duration_s
     xacts = transactions(first, last)
