@@ -14,7 +14,7 @@ import enum
 import logging
 import os
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
@@ -342,6 +342,16 @@ def reloadable(running: AgentConfig, new: AgentConfig) -> AgentConfig:
     return new.model_copy(
         update={"target": running.target, "agent": new.agent.model_copy(update=kept)}
     )
+
+
+def reload_config(running: AgentConfig, load: Callable[[], AgentConfig]) -> AgentConfig | None:
+    """The configuration ``load`` reads, :func:`reloadable` for a running agent; None
+    (logged) when it cannot be read: a broken file must not stop a running agent."""
+    try:
+        return reloadable(running, load())
+    except Exception as exc:
+        logger.error("configuration not reloaded, keeping the running one: %s", exc)
+        return None
 
 
 def _format_validation_error(path: Path | str, exc: ValidationError) -> str:

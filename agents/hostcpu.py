@@ -46,14 +46,22 @@ class HostCpu:
         return host_busy_seconds(self._proc_root)
 
 
-def process_cpu_seconds(pid: int, proc_root: Path = PROC) -> float | None:
-    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+def stat_fields(pid: int, proc_root: Path = PROC) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first, then the
+    parent's pid); None when the process is gone."""
     try:
         stat = (proc_root / str(pid) / "stat").read_text()
     except OSError:
         return None
     # The command name is in parentheses and may contain spaces: split after the last ')'.
-    fields = stat[stat.rfind(")") + 2 :].split()
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def process_cpu_seconds(pid: int, proc_root: Path = PROC) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    fields = stat_fields(pid, proc_root)
+    if fields is None:
+        return None
     try:
         utime, stime = int(fields[11]), int(fields[12])
     except (IndexError, ValueError):
@@ -61,20 +69,11 @@ def process_cpu_seconds(pid: int, proc_root: Path = PROC) -> float | None:
     return (utime + stime) / _clock_ticks()
 
 
-def _stat_fields(pid: int, proc_root: Path) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first)."""
-    try:
-        stat = (proc_root / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rfind(")") + 2 :].split()
-
-
 def process_tree_cpu_seconds(pid: int, proc_root: Path = PROC) -> float | None:
     """CPU seconds of ``pid``, of its children that have exited (cutime + cstime) and of its
     live children: a counter that keeps growing while children come and go, as PostgreSQL's
     backends (one process per connection, forked by the postmaster ``pid``) do."""
-    fields = _stat_fields(pid, proc_root)
+    fields = stat_fields(pid, proc_root)
     if fields is None:
         return None
     try:
@@ -85,7 +84,7 @@ def process_tree_cpu_seconds(pid: int, proc_root: Path = PROC) -> float | None:
     for entry in proc_root.iterdir():
         if not entry.name.isdigit() or entry.name == parent:
             continue
-        child = _stat_fields(int(entry.name), proc_root)
+        child = stat_fields(int(entry.name), proc_root)
         if child is None or len(child) < 15 or child[1] != parent:
             continue
         try:

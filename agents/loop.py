@@ -18,7 +18,7 @@ from typing import Any
 from agents.approval import ApprovedStart, Outcome, make_gate
 from agents.climber import Climber, KnobSpace
 from agents.clock import utc_datetime
-from agents.config import AgentConfig, reloadable
+from agents.config import AgentConfig, reload_config
 from agents.faults import FaultHandling
 from agents.periodic import PeriodicLoop
 from agents.phase import GATED_PHASES, Phase
@@ -37,7 +37,7 @@ from agents.report import Climb, build_report, report_summary
 from agents.rollback import RollbackGuard, ThroughputLevels
 from agents.server_watch import ServerWatch
 from agents.service_client import Uploader
-from agents.state import OriginalTupleFile, StatusFile, restore_original, restore_original_retrying
+from agents.state import OriginalTupleFile, StatusFile, restore_original_retrying, take_over
 from agents.status import Counters, status_document
 from agents.targets.base import (
     KnobApplyError,
@@ -103,13 +103,7 @@ class AgentLoop(FaultHandling, PeriodicLoop):
     def start(self) -> None:
         """Connect, restore a tuple a crash left behind, check the server. Raises on a
         server that cannot be tuned (:class:`TargetMisconfigured`)."""
-        self.target.connect()
-        restored = restore_original(self.target, self.original)
-        if restored is not None:
-            logger.warning("restored the original tuple %s left by an earlier run", restored)
-        info = self.target.check()
-        for note in info.notes:
-            logger.warning("%s", note)
+        info = take_over(self.target, self.original, what="tuple")
         self.host = self.target.host_facts()
         self.applied = self.target.current_tuple(self.names)
         logger.info(
@@ -132,10 +126,8 @@ class AgentLoop(FaultHandling, PeriodicLoop):
     def _reload(self) -> None:
         if self.config_loader is None:
             return
-        try:
-            new = reloadable(self.config, self.config_loader())
-        except Exception as exc:  # a broken file must not stop a running agent
-            logger.error("configuration not reloaded, keeping the running one: %s", exc)
+        new = reload_config(self.config, self.config_loader)
+        if new is None:
             return
         if new.tuned_knob_names != self.names:
             logger.warning("[climber] knobs changes take effect after a restart")

@@ -184,6 +184,26 @@ SnapshotCount = Callable[[Snapshot, Snapshot], float]
 RestartCheck = Callable[[Snapshot, Snapshot], bool]
 
 
+def profile_ends(snapshots: Sequence[Snapshot]) -> tuple[Snapshot, Snapshot]:
+    """The first and last of ``snapshots``: a profile needs at least two (a ProfileError)."""
+    if len(snapshots) < 2:
+        raise ProfileError("a profile needs at least two snapshots")
+    return snapshots[0], snapshots[-1]
+
+
+def off_cpu_wait_ms(latency_ms: float | None, cpu_ms: float | None) -> float | None:
+    """W, the off-CPU wait per request: what is left of the latency after the CPU time."""
+    if latency_ms is None or cpu_ms is None:
+        return None
+    return max(0.0, latency_ms - cpu_ms)
+
+
+def think_time_ms(connections: float, active: float, rate: float) -> float | None:
+    """Time a client spends between requests, by Little's law: the idle connections over
+    the request rate (``rate`` per second)."""
+    return 1000.0 * max(0.0, connections - active) / rate if rate > 0 else None
+
+
 def rate_cv(snapshots: Sequence[Snapshot], count: SnapshotCount, restarted: RestartCheck) -> float:
     """Coefficient of variation of ``count(a, b)`` per second between consecutive
     ``snapshots``, restarts left out (0 with fewer than two rates or a zero mean)."""
@@ -264,9 +284,7 @@ def climb_metric(configured: ThroughputMetric, profile: WorkloadProfile) -> Thro
 
 def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     """The workload profile over ``snapshots`` (at least two, in time order)."""
-    if len(snapshots) < 2:
-        raise ProfileError("a profile needs at least two snapshots")
-    first, last = snapshots[0], snapshots[-1]
+    first, last = profile_ends(snapshots)
     rates = interval(first, last)
     window = rates.duration_s
     statements = client_statements(first, last)
@@ -290,7 +308,7 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     qps = rates.qps
     # The latency is execution time (the pool's queue is not in it): W is what is left
     # after the CPU time.
-    wait_ms = max(0.0, latency - cpu_ms) if latency is not None and cpu_ms is not None else None
+    wait_ms = off_cpu_wait_ms(latency, cpu_ms)
 
     waits = [
         counter_delta(first, last, name) or 0.0
@@ -299,7 +317,7 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     ]
     rounds = 1.0 + sum(waits) / statements if waits and statements > 0 else None
 
-    think_ms = 1000.0 * max(0.0, connections - active) / qps if qps > 0 else None
+    think_ms = think_time_ms(connections, active, qps)
 
     def per_txn(name: str) -> float | None:
         delta = counter_delta(first, last, name)

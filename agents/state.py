@@ -26,7 +26,7 @@ from typing import Any
 
 from agents.clock import utc_now
 from agents.knobs import Engine
-from agents.targets.base import RestoringTarget, Target, TargetUnavailable
+from agents.targets.base import RestoringTarget, Target, TargetInfo, TargetUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -244,6 +244,20 @@ def restore_original(target: Target, state: OriginalTupleFile) -> Mapping[str, i
     state.clear()
     logger.info("original tuple %s restored (saved at %s)", saved.values, saved.saved_at)
     return read_back
+
+
+def take_over(target: Target, state: OriginalTupleFile, *, what: str) -> TargetInfo:
+    """Connect, put back the ``what`` a crashed run left changed, then check the server
+    (raises :class:`TargetMisconfigured` when it cannot be tuned) and log its notes: how an
+    agent starts on a server, whatever it tunes."""
+    target.connect()
+    restored = restore_original(target, state)
+    if restored is not None:
+        logger.warning("restored the original %s %s left by an earlier run", what, restored)
+    info = target.check()
+    for note in info.notes:
+        logger.warning("%s", note)
+    return info
 
 
 def restore_original_retrying(

@@ -19,10 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import secrets
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,7 +38,8 @@ from agents.service_client import ServiceClient, Uploader, make_http_client
 from agents.spool import Spool
 from agents.wire import ClimbReport
 from lab.databases import scratch_database
-from lab.processes import free_port
+from lab.processes import free_port, stop_process
+from lab.service import start_service, wait_until_serving
 from lab.tcp_proxy import TcpProxy
 from service.migrate import upgrade
 
@@ -256,18 +254,16 @@ async def _run(args: argparse.Namespace, url: str, proxy: TcpProxy, workdir: Pat
     proxied = make_url(url).set(host="127.0.0.1", port=proxy.port)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = os.environ | {
+    env = {
         "POOLTUNE_DATABASE_URL": proxied.render_as_string(hide_password=False),
         "POOLTUNE_ADMIN_TOKEN": admin_token,
         "POOLTUNE_ENVIRONMENT": "production",
         "POOLTUNE_LOG_LEVEL": "WARNING",
         "POOLTUNE_READYZ_TIMEOUT_S": str(READYZ_TIMEOUT_S),
     }
-    command = [sys.executable, "-m", "service.cli", "serve", "--no-migrate"]
-    command += ["--host", "127.0.0.1", "--port", str(port)]
     log_path = workdir / "service.log"
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = start_service(port, env=env, log=log, migrate=False)
     seen = Observations()
     timeline = Timeline()
     stop = asyncio.Event()
@@ -275,16 +271,9 @@ async def _run(args: argparse.Namespace, url: str, proxy: TcpProxy, workdir: Pat
     try:
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
         async with httpx.AsyncClient(base_url=base, timeout=30.0, limits=limits) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the service did not start; see {log_path}")
-                await asyncio.sleep(0.2)
+            await asyncio.to_thread(
+                wait_until_serving, process, base, details=lambda: f"see {log_path}"
+            )
             loaders = [await _enrol(client, admin, f"load-{i}") for i in range(args.clients)]
             spoolers = [await _enrol(client, admin, f"spool-{i}") for i in range(args.spool_agents)]
             spool_dirs = [workdir / f"spool-{i}" for i in range(args.spool_agents)]
@@ -322,11 +311,7 @@ async def _run(args: argparse.Namespace, url: str, proxy: TcpProxy, workdir: Pat
             for (token, _), directory in zip(spoolers, spool_dirs, strict=True)
         ]
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_process(process, timeout_s=20)
     return _report_figures(args, url, seen, submitted, sum(left))
 
 

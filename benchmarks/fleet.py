@@ -35,7 +35,8 @@ from agents.wire import KnobTuple, RecommendationRequest, RecommendationResponse
 from agents.wiring import assemble_agent
 from benchmarks.climb import T95_WINDOW, t95
 from lab.databases import create_database, drop_database
-from lab.processes import free_port
+from lab.processes import free_port, stop_process
+from lab.service import start_service, wait_until_serving
 
 logger = logging.getLogger(__name__)
 
@@ -71,42 +72,24 @@ def live_service(*, log_path: Path, startup_timeout_s: float = 60.0) -> Iterator
     database_url = create_database("pooltune_fleet")
     admin_token = secrets.token_urlsafe(24)
     port = free_port()
-    env = os.environ | {
+    env = {
         "POOLTUNE_DATABASE_URL": database_url,
         "POOLTUNE_ADMIN_TOKEN": admin_token,
         "POOLTUNE_ENVIRONMENT": "production",
         "POOLTUNE_LOG_LEVEL": "WARNING",
         "POOLTUNE_DB_POOL_SIZE": "5",
     }
-    command = [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port)]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = start_service(port, env=env, log=log)
         try:
             url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + startup_timeout_s
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(
-                        f"the service exited with {process.returncode}; see {log_path}"
-                    )
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the service did not start in time; see {log_path}")
-                time.sleep(0.2)
+            wait_until_serving(
+                process, url, timeout_s=startup_timeout_s, details=lambda: f"see {log_path}"
+            )
             yield LiveService(url=url, database_url=database_url, admin_token=admin_token)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, timeout_s=15)
             drop_database(database_url)
 
 

@@ -129,7 +129,7 @@ def live_comparison(
     write: Write,
 ) -> None:
     """The agent cold and warm on a fresh MariaDB under ``workload`` × ``clients``."""
-    from benchmarks.live.case import case_key, run_case
+    from benchmarks.live.case import CasePlan, case_key, run_case
     from benchmarks.live.report import print_warm_comparison
     from benchmarks.live.warm import WARM_SIM_WORKLOADS, warm_service
 
@@ -146,17 +146,15 @@ def live_comparison(
         work_dir=work_dir / f"warm-{workload}",
         agents=2,  # the cold and the warm agent
     ) as warm:
-        run_case(
-            workload,
-            clients,
+        plan = CasePlan(
             sizes=[1, 2, 4, 8, 16, 32],
             sweep_seconds=12.0,
             passes=2,
             agent_seconds=agent_seconds,
             ab_seconds=12.0,
             work_dir=work_dir,
-            raw=raw,
             warm=warm,
         )
+        run_case(workload, clients, plan, raw)
     cold_key, warm_key = case_key(workload, clients), case_key(workload, clients, warm=True)
     print_warm_comparison(cold_key, raw[cold_key], raw[warm_key])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Engine, create_engine, make_url, text
@@ -68,9 +68,11 @@ def drop_database(url: str) -> None:
 
 
 @contextmanager
-def scratch_database(prefix: str = "pooltune_scratch") -> Iterator[str]:
-    """An empty database for the ``with`` block, dropped afterwards."""
-    url = create_database(prefix)
+def scratch_database(
+    prefix: str = "pooltune_scratch", *, create: Callable[[str], str] = create_database
+) -> Iterator[str]:
+    """An empty database for the ``with`` block (made by ``create``), dropped afterwards."""
+    url = create(prefix)
     try:
         yield url
     finally:

@@ -109,6 +109,35 @@ class PgBouncer:
         )
         return f"host={self.host} port={self.port} dbname=pgbouncer user={user} password={password}"
 
+    def target_section(
+        self,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        postgres_user: str | None = None,
+        postgres_password: str | None = None,
+        **pgbouncer_options: Any,
+    ) -> dict[str, Any]:
+        """The agent's ``[target]`` + ``[target.pgbouncer]`` for this PgBouncer: the admin
+        user by default, and the cluster's role (pg_monitor) on PostgreSQL;
+        ``pgbouncer_options`` go into ``[target.pgbouncer]``."""
+        cluster = self.cluster
+        return {
+            "engine": "pgbouncer",
+            "host": self.host,
+            "port": self.port,
+            "user": user or self.admin_user,
+            "password": password if password is not None else self.admin_password,
+            "pgbouncer": {
+                "postgres_host": cluster.host,
+                "postgres_port": cluster.port,
+                "postgres_user": postgres_user or cluster.role,
+                "postgres_password": postgres_password or cluster.password,
+                "postgres_database": cluster.database,
+                **pgbouncer_options,
+            },
+        }
+
     def admin(self, statement: str) -> list[tuple[Any, ...]]:
         """Run one admin console command (simple query protocol) and return its rows."""
         import psycopg

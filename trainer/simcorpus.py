@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from agents import knobs
 from agents.knobs import Engine
-from agents.sim import SimServer, random_workload
+from agents.sim import SimServer, SimWorkload, random_workload
 from agents.sim.model import OVERSUBSCRIBE_GRID, STALL_LIMIT_GRID
+from agents.wire import WorkloadProfile
+from trainer.sources.datasets import files_table
 
 #: Pool sizes at which curves are stored: every size to 16, then steps of 2, 4 and 8 (regret
 #: interpolates in log size between them, which is exact at the stored sizes).
@@ -29,6 +31,88 @@ MEASUREMENT_CV = 0.1
 SIZE = "thread_pool_size"
 OVERSUBSCRIBE = "thread_pool_oversubscribe"
 STALL = "thread_pool_stall_limit"
+ChunkArgs = TypeVar("ChunkArgs")
+
+
+def curve_points(
+    workload_id: str, knob: str, values: np.ndarray, throughput: np.ndarray, latency: np.ndarray
+) -> list[dict[str, Any]]:
+    """One curve of a workload as rows of ``curves.parquet``."""
+    return [
+        {
+            "workload_id": workload_id,
+            "knob": knob,
+            "value": int(v),
+            "throughput": float(t),
+            "latency_ms": float(la),
+        }
+        for v, t, la in zip(values, throughput, latency, strict=True)
+    ]
+
+
+def workload_curves(
+    workload_id: str,
+    workload: SimWorkload,
+    *,
+    optimum: Mapping[str, int],
+    knee: int,
+    defaults: Mapping[str, int],
+) -> list[dict[str, Any]]:
+    """A workload's noise-free curves: pool size over :data:`SIZE_GRID` plus the optimum and
+    the knee themselves (so that regret is exact there) at the default secondary knobs, then
+    oversubscribe and stall limit over their grids at the best size."""
+    sizes = np.array(sorted(set(SIZE_GRID) | {optimum[SIZE], knee}), dtype=np.float64)
+    points = curve_points(workload_id, SIZE, sizes, *workload.steady_state(sizes))
+    best_size = float(optimum[SIZE])
+    over = np.array(OVERSUBSCRIBE_GRID, dtype=np.float64)
+    stall = np.array(STALL_LIMIT_GRID, dtype=np.float64)
+    points += curve_points(
+        workload_id,
+        OVERSUBSCRIBE,
+        over,
+        *workload.steady_state(best_size, over, float(defaults[STALL])),
+    )
+    points += curve_points(
+        workload_id,
+        STALL,
+        stall,
+        *workload.steady_state(best_size, float(defaults[OVERSUBSCRIBE]), stall),
+    )
+    return points
+
+
+def workload_row(
+    workload_id: str,
+    *,
+    group: str,
+    kind: str,
+    version: str,
+    workload: SimWorkload,
+    server: SimServer,
+    profile: WorkloadProfile,
+    optimum: Mapping[str, int],
+    knee: int,
+    defaults: Mapping[str, int],
+) -> dict[str, Any]:
+    """The columns every simulated corpus shares: identity, host, the measured profile, the
+    optimal tuple, the knee, and the peak and default throughputs."""
+    row: dict[str, Any] = {
+        "workload_id": workload_id,
+        "group": group,
+        "kind": kind,
+        "engine": Engine.MARIADB.value,
+        "engine_version": version,
+        "cpu_count": workload.cores,
+        "memory_bytes": workload.cores * (4 << 30),
+    }
+    for field, value in profile.model_dump().items():
+        row[field] = json.dumps(value) if field == "extras" else value
+    row |= {f"best_{name}": int(value) for name, value in optimum.items()}
+    return row | {
+        "knee_size": knee,
+        "peak_throughput": server.peak(),
+        "default_throughput": server.expected_throughput(defaults),
+    }
 
 
 def simulate_workload(seed: int, index: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -36,60 +120,27 @@ def simulate_workload(seed: int, index: int) -> tuple[dict[str, Any], list[dict[
     rng = np.random.default_rng(seed * 1_000_003 + index)
     workload = random_workload(rng)
     server = SimServer(workload, seed=int(rng.integers(2**31)))
-    engine = Engine.MARIADB
-    defaults = knobs.default_tuple(engine, workload.cores)
+    defaults = knobs.default_tuple(Engine.MARIADB, workload.cores)
     profile = server.measured_profile(
         rng, knobs=defaults, window_s=PROFILE_WINDOW_S, measurement_cv=MEASUREMENT_CV
     )
     optimum = server.optimum()
     knee = server.knee()
     workload_id = f"w{index:06d}"
-    # The grid plus the optimum and the knee themselves, so that regret is exact there.
-    sizes = np.array(sorted(set(SIZE_GRID) | {optimum[SIZE], knee}), dtype=np.float64)
-    size_tp, size_latency = workload.steady_state(sizes)
-    points = [
-        {
-            "workload_id": workload_id,
-            "knob": SIZE,
-            "value": int(s),
-            "throughput": float(t),
-            "latency_ms": float(lat),
-        }
-        for s, t, lat in zip(sizes, size_tp, size_latency, strict=True)
-    ]
-    best_size = float(optimum[SIZE])
-    for knob_name, grid in ((OVERSUBSCRIBE, OVERSUBSCRIBE_GRID), (STALL, STALL_LIMIT_GRID)):
-        values = np.array(grid, dtype=np.float64)
-        if knob_name == OVERSUBSCRIBE:
-            tp, lat = workload.steady_state(best_size, values, float(defaults[STALL]))
-        else:
-            tp, lat = workload.steady_state(best_size, float(defaults[OVERSUBSCRIBE]), values)
-        points += [
-            {
-                "workload_id": workload_id,
-                "knob": knob_name,
-                "value": int(v),
-                "throughput": float(t),
-                "latency_ms": float(la),
-            }
-            for v, t, la in zip(values, tp, lat, strict=True)
-        ]
-    row: dict[str, Any] = {
-        "workload_id": workload_id,
-        "group": workload_id,
-        "kind": workload.name,
-        "engine": engine.value,
-        "engine_version": "sim-v1",
-        "cpu_count": workload.cores,
-        "memory_bytes": workload.cores * (4 << 30),
-    }
-    for field, value in profile.model_dump().items():
-        row[field] = json.dumps(value) if field == "extras" else value
-    row |= {f"best_{name}": int(value) for name, value in optimum.items()}
+    points = workload_curves(workload_id, workload, optimum=optimum, knee=knee, defaults=defaults)
+    row = workload_row(
+        workload_id,
+        group=workload_id,
+        kind=workload.name,
+        version="sim-v1",
+        workload=workload,
+        server=server,
+        profile=profile,
+        optimum=optimum,
+        knee=knee,
+        defaults=defaults,
+    )
     row |= {
-        "knee_size": knee,
-        "peak_throughput": server.peak(),
-        "default_throughput": server.expected_throughput(defaults),
         # The generating parameters, for analysis (never features: an agent cannot see them).
         "sim_cpu_ms": workload.cpu_ms,
         "sim_io_ms": workload.io_ms,
@@ -113,31 +164,43 @@ def _chunk(args: tuple[int, int, int]) -> tuple[list[dict[str, Any]], list[dict[
     return rows, points
 
 
-def build_corpus(
-    count: int,
-    *,
-    seed: int,
-    processes: int = 2,
-    on_progress: Callable[[int], None] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``count`` workloads as the (workloads, curves) tables of a dataset."""
-    step = 500
-    chunks = [(seed, start, min(start + step, count)) for start in range(0, count, step)]
-    rows: list[dict[str, Any]] = []
-    points: list[dict[str, Any]] = []
+#: Workloads per chunk of work handed to a process.
+CHUNK = 500
 
-    def results() -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+Rows = list[dict[str, Any]]
+
+
+def run_chunks(
+    chunk: Callable[[ChunkArgs], tuple[Rows, Rows]],
+    chunks: Sequence[ChunkArgs],
+    *,
+    processes: int,
+    on_progress: Callable[[int], None] | None,
+) -> tuple[Rows, Rows]:
+    """``chunk`` over ``chunks`` in order (in ``processes`` spawned processes when more than
+    one; ``chunk`` must be a module-level function), joined into (rows, points)."""
+    rows: Rows = []
+    points: Rows = []
+
+    def results() -> Iterator[tuple[Rows, Rows]]:
         if processes <= 1:
-            yield from map(_chunk, chunks)
+            yield from map(chunk, chunks)
             return
         with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            yield from pool.imap(_chunk, chunks)
+            yield from pool.imap(chunk, chunks)
 
     for chunk_rows, chunk_points in results():
         rows.extend(chunk_rows)
         points.extend(chunk_points)
         if on_progress is not None:
             on_progress(len(chunk_rows))
+    return rows, points
+
+
+def tables(
+    rows: Sequence[Mapping[str, Any]], points: Sequence[Mapping[str, Any]]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Workload rows and curve points as the dataset's two tables, with their column types."""
     workloads = pd.DataFrame.from_records(rows)
     curves = pd.DataFrame.from_records(points)
     curves["throughput_std"] = np.nan  # noise-free truth: no spread to report
@@ -149,6 +212,46 @@ def build_corpus(
     for name in ("engine", "engine_version", "kind"):
         workloads[name] = workloads[name].astype("category")
     return workloads, curves
+
+
+def build_corpus(
+    count: int,
+    *,
+    seed: int,
+    processes: int = 2,
+    on_progress: Callable[[int], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``count`` workloads as the (workloads, curves) tables of a dataset."""
+    chunks = [(seed, start, min(start + CHUNK, count)) for start in range(0, count, CHUNK)]
+    rows, points = run_chunks(_chunk, chunks, processes=processes, on_progress=on_progress)
+    return tables(rows, points)
+
+
+def schema_section(
+    manifest: Mapping[str, Any], columns: Mapping[str, str], curve_columns: Mapping[str, str]
+) -> str:
+    """The end of a simulated corpus's README: its files, then the meaning of every column
+    of both tables."""
+    rows = "\n".join(f"| `{k}` | {v} |" for k, v in columns.items())
+    curve_rows = "\n".join(f"| `{k}` | {v} |" for k, v in curve_columns.items())
+    return f"""## Files
+
+| file | bytes | sha256 |
+|---|---|---|
+{files_table(manifest)}
+
+## `workloads.parquet` — one row per workload
+
+| column | meaning |
+|---|---|
+{rows}
+
+## `curves.parquet` — curve points, long format
+
+| column | meaning |
+|---|---|
+{curve_rows}
+"""
 
 
 COLUMN_DOCS = {
@@ -185,12 +288,6 @@ CURVE_DOCS = {
 
 
 def readme(manifest: dict[str, Any]) -> str:
-    rows = "\n".join(f"| `{k}` | {v} |" for k, v in COLUMN_DOCS.items())
-    curve_rows = "\n".join(f"| `{k}` | {v} |" for k, v in CURVE_DOCS.items())
-    files = "\n".join(
-        f"| `{name}` | {meta['bytes']:,} | `{meta['sha256']}` |"
-        for name, meta in manifest["files"].items()
-    )
     return f"""# sim-v1 — simulated workloads
 
 {manifest["workloads"]:,} workloads from pooltune's queueing simulator (`agents/sim/`), spanning
@@ -209,21 +306,4 @@ Created {manifest["created_at"]}. Read with `trainer.sources.datasets.load_datas
 checks every file against `MANIFEST.json` and refuses a changed one; import into the service's
 database with `pooltune-trainer import-dataset sim-v1`.
 
-## Files
-
-| file | bytes | sha256 |
-|---|---|---|
-{files}
-
-## `workloads.parquet` — one row per workload
-
-| column | meaning |
-|---|---|
-{rows}
-
-## `curves.parquet` — curve points, long format
-
-| column | meaning |
-|---|---|
-{curve_rows}
-"""
+{schema_section(manifest, COLUMN_DOCS, CURVE_DOCS)}"""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PROC = Path("/proc")
+from agents.hostcpu import PROC, stat_fields
+
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", ""})
 
 
@@ -23,10 +24,10 @@ def command_name(pid: int, proc_root: Path = PROC) -> str:
 
 def postmaster_pid(backend_pid: int, proc_root: Path = PROC) -> int | None:
     """The postmaster of a PostgreSQL backend visible here (its parent), else None."""
+    fields = stat_fields(backend_pid, proc_root) or []  # [] when it is gone
     try:
-        stat = (proc_root / str(backend_pid) / "stat").read_text()
-        parent = int(stat[stat.rfind(")") + 2 :].split()[1])
-    except (OSError, ValueError, IndexError):
+        parent = int(fields[1])
+    except (ValueError, IndexError):
         return None
     if command_name(backend_pid, proc_root) != "postgres":
         return None

@@ -22,7 +22,10 @@ from agents.profile import (
     cpu_busy,
     finite_or_none,
     mean_latency_ms,
+    off_cpu_wait_ms,
+    profile_ends,
     rate_cv,
+    think_time_ms,
 )
 from agents.targets.base import Snapshot
 from agents.wire import WorkloadProfile
@@ -94,9 +97,7 @@ def _gauge_mean(snapshots: Sequence[Snapshot], name: str) -> float | None:
 
 def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     """The workload profile over ``snapshots`` (at least two, in time order)."""
-    if len(snapshots) < 2:
-        raise ProfileError("a profile needs at least two snapshots")
-    first, last = snapshots[0], snapshots[-1]
+    first, last = profile_ends(snapshots)
     rates = interval(first, last)
     window = rates.duration_s
     xacts = transactions(first, last)
@@ -130,10 +131,10 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
         cpu_ms = per_txn(max(0.0, last.cpu_seconds - first.cpu_seconds), 1000.0)
     if cpu_ms is None:  # PostgreSQL on another host: sampled on-CPU backends
         cpu_ms = little_ms("cpu")
-    wait_ms = max(0.0, latency - cpu_ms) if latency is not None and cpu_ms is not None else None
+    wait_ms = off_cpu_wait_ms(latency, cpu_ms)
     queries = counter_delta(first, last, "pgb_query_count")
     rounds = queries / xacts if queries is not None and xacts > 0 else None
-    think_ms = 1000.0 * max(0.0, connections - active) / rates.tps if rates.tps > 0 else None
+    think_ms = think_time_ms(connections, active, rates.tps)
 
     extras = _extras(snapshots, window=window, xacts=xacts, activity=activity, little_ms=little_ms)
     if rates.cpu_busy is not None:

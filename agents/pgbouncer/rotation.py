@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.config import AgentConfig, reloadable
+from agents.config import AgentConfig, reload_config
 from agents.knobs import Engine
 from agents.loop import AgentLoop, Phase
 from agents.periodic import PeriodicLoop
@@ -36,8 +36,8 @@ from agents.state import (
     OriginalTupleFile,
     SavedTuple,
     StatusFile,
-    restore_original,
     restore_original_retrying,
+    take_over,
 )
 from agents.status import Counters
 from agents.targets.base import (
@@ -176,13 +176,7 @@ class PoolRotation(PeriodicLoop):
 
     def start(self) -> None:
         """Restore every pool a crash left changed (at once), check, start each pool's loop."""
-        self.target.connect()
-        restored = restore_original(self.target, self.original)
-        if restored is not None:
-            logger.warning("restored the original pool sizes %s left by an earlier run", restored)
-        info = self.target.check()
-        for note in info.notes:
-            logger.warning("%s", note)
+        take_over(self.target, self.original, what="pool sizes")
         for loop in self.loops.values():
             loop.start()
         logger.info("climbing the pools %s in turn", ", ".join(self.loops))
@@ -199,10 +193,8 @@ class PoolRotation(PeriodicLoop):
     def _reload(self) -> None:
         if self.config_loader is None:
             return
-        try:
-            new = reloadable(self.config, self.config_loader())
-        except Exception as exc:  # a broken file must not stop a running agent
-            logger.error("configuration not reloaded, keeping the running one: %s", exc)
+        new = reload_config(self.config, self.config_loader)
+        if new is None:
             return
         if new.target.pgbouncer.pools != self.config.target.pgbouncer.pools:
             logger.warning("[target.pgbouncer] pools changes take effect after a restart")

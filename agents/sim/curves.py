@@ -107,8 +107,32 @@ class WorkloadCurve:
         return float(max(np.max(surface), np.max(self.curve())))
 
 
+class _SizeCurve:
+    """What the closed-form curves share: throughput depends on the pool size alone, and
+    latency follows from it by Little's law over all the connections."""
+
+    __slots__ = ()
+    cores: int
+    connections: int
+    max_size: int
+
+    def _throughput(self, sizes: FloatArray) -> FloatArray:
+        raise NotImplementedError
+
+    def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
+        size = float(knobs.get(SIZE_KNOB, self.cores))
+        throughput = float(self._throughput(np.asarray([size]))[0])
+        return throughput, 1000.0 * self.connections / max(throughput, 1e-9)
+
+    def curve(self, sizes: FloatArray | None = None) -> FloatArray:
+        return self._throughput(size_grid(self.max_size) if sizes is None else sizes)
+
+    def peak(self) -> float:
+        return float(np.max(self.curve()))
+
+
 @dataclass(frozen=True, slots=True)
-class UslCurve:
+class UslCurve(_SizeCurve):
     """Curve family A: the universal scalability law X = λN/(1 + σ(N−1) + κN(N−1))."""
 
     rate: float
@@ -139,20 +163,9 @@ class UslCurve:
         )
         return result
 
-    def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
-        size = float(knobs.get(SIZE_KNOB, self.cores))
-        throughput = float(self._throughput(np.asarray([size]))[0])
-        return throughput, 1000.0 * self.connections / max(throughput, 1e-9)
-
-    def curve(self, sizes: FloatArray | None = None) -> FloatArray:
-        return self._throughput(size_grid(self.max_size) if sizes is None else sizes)
-
-    def peak(self) -> float:
-        return float(np.max(self.curve()))
-
 
 @dataclass(frozen=True, slots=True)
-class KneeCurve:
+class KneeCurve(_SizeCurve):
     """Curve family B: rise then plateau, X = X_max·u/(1 + u^p)^(1/p), u = size/knee.
 
     ``sharpness`` p sets how abrupt the knee is; a small ``decline`` per doubling above
@@ -173,17 +186,6 @@ class KneeCurve:
         fall = 1.0 - self.decline * np.log2(np.maximum(u, 1.0))
         result: FloatArray = self.rate * rise * fall
         return result
-
-    def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
-        size = float(knobs.get(SIZE_KNOB, self.cores))
-        throughput = float(self._throughput(np.asarray([size]))[0])
-        return throughput, 1000.0 * self.connections / max(throughput, 1e-9)
-
-    def curve(self, sizes: FloatArray | None = None) -> FloatArray:
-        return self._throughput(size_grid(self.max_size) if sizes is None else sizes)
-
-    def peak(self) -> float:
-        return float(np.max(self.curve()))
 
 
 def optimum_size(curve: ThroughputCurve, share: float = OPTIMUM_SHARE) -> int:

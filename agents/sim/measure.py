@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from agents.profile import off_cpu_wait_ms, think_time_ms
 from agents.sim.model import DEFAULT_OVERSUBSCRIBE, DEFAULT_STALL_LIMIT_MS, SimWorkload
 from agents.wire import WorkloadProfile
 
@@ -61,9 +62,9 @@ def agent_profile(
         read_fraction=read_fraction,
         latency_ms=latency,
         cpu_ms_per_request=cpu,
-        wait_ms_per_request=max(0.0, latency - cpu),
+        wait_ms_per_request=off_cpu_wait_ms(latency, cpu),
         rounds_per_request=workload.rounds,
-        think_ms=1000.0 * max(0.0, connections - active) / qps if qps > 0 else None,
+        think_ms=think_time_ms(connections, active, qps),
         lock_waits_per_s=noisy(float(point.throughput) * workload.lock_conflict),
         thread_create_ms=None,
         sync_ms_per_request=noisy(float(point.sync_ms)),

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,27 @@ DEFAULT_DWELL_S = 10.0
 
 #: The agent's configuration for a run: (its label, its state directory) → config.
 AgentConfigFor = Callable[[str, Path], AgentConfig]
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """How a live case is measured, whatever the engine: the sweep's sizes and timing, the
+    agent's run, the side-by-side check, where the state goes, and the warm service."""
+
+    sizes: Sequence[int]
+    sweep_seconds: float
+    passes: int
+    agent_seconds: float
+    ab_seconds: float
+    work_dir: Path
+    warm: WarmService | None = None
+    warm_first: bool = False
+
+    def load_seconds(self) -> float:
+        """How long the load must last: the sweep, then each agent run and its check."""
+        runs = 2 if self.warm is not None else 1
+        sweep_s = self.sweep_seconds * len(self.sizes) * self.passes
+        return sweep_s + (self.agent_seconds + 4 * self.ab_seconds) * runs
 
 
 def case_key(workload: str, clients: int, *, warm: bool = False) -> str:
@@ -119,37 +141,31 @@ def measure_agent(
 
 def measure_case(
     observer: Observer,
+    plan: CasePlan,
     *,
     workload: str,
     clients: int,
-    sizes: list[int],
     default_size: int,
-    sweep_seconds: float,
-    passes: int,
-    agent_seconds: float,
-    ab_seconds: float,
-    work_dir: Path,
     raw: dict[str, Any],
     config_for: AgentConfigFor,
-    warm: WarmService | None = None,
-    warm_first: bool = False,
 ) -> LiveCaseScore:
     """On a loaded server: the oracle sweep, then the agent run(s) of ``config_for``; record
-    the raw samples in ``raw`` (under :func:`case_key`) and score the cold run. With
-    ``warm`` the cold run enrols too (it starts from the tuple in force) and a warm run
+    the raw samples in ``raw`` (under :func:`case_key`) and score the cold run. With a warm
+    service the cold run enrols too (it starts from the tuple in force) and a warm run
     starts from the service's recommendation."""
+    warm, work_dir = plan.warm, plan.work_dir
     labels = ["cold"]
     if warm is not None:
         # The server drifts over a run (io_bound stalls grow): warm_first swaps the order.
-        labels = ["warm", "cold"] if warm_first else ["cold", "warm"]
+        labels = ["warm", "cold"] if plan.warm_first else ["cold", "warm"]
     sweep_dir = work_dir / f"{case_key(workload, clients)}-sweep"
     time.sleep(WARM_UP_S)
     oracle = measure_oracle(
         observer,
-        sizes,
+        list(plan.sizes),
         default_size=default_size,
-        dwell_s=sweep_seconds,
-        repeats=passes,
+        dwell_s=plan.sweep_seconds,
+        repeats=plan.passes,
         state_dir=sweep_dir,
         label=f"{workload} x{clients}",
     )
@@ -164,8 +180,8 @@ def measure_case(
             config_for(label, work_dir / f"{workload}-{label}"),
             label=f"{workload} x{clients} {label}",
             oracle_size=oracle_size,
-            agent_seconds=agent_seconds,
-            ab_seconds=ab_seconds,
+            agent_seconds=plan.agent_seconds,
+            ab_seconds=plan.ab_seconds,
             sweep_dir=sweep_dir,
             warm=warm,
             cold=label == "cold" and warm is not None,
@@ -176,32 +192,18 @@ def measure_case(
     return score_case(workload, clients, raw[case_key(workload, clients)])
 
 
-def run_case(
-    workload: str,
-    clients: int,
-    *,
-    sizes: list[int],
-    sweep_seconds: float,
-    passes: int,
-    agent_seconds: float,
-    ab_seconds: float,
-    work_dir: Path,
-    raw: dict[str, Any],
-    warm: WarmService | None = None,
-    warm_first: bool = False,
-) -> LiveCaseScore:
-    """A MariaDB case on a fresh server under sysbench (:func:`measure_case`). With
-    ``warm`` the server times its synchronisation waits (as agents/packaging recommends);
+def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -> LiveCaseScore:
+    """A MariaDB case on a fresh server under sysbench (:func:`measure_case`). With a warm
+    service the server times its synchronisation waits (as agents/packaging recommends);
     without, the agent starts from its local heuristic."""
     test, server_args = WORKLOADS[workload]
-    if warm is not None:
+    if plan.warm is not None:
         server_args = SYNC_TIMING_ARGS + server_args
-    runs = 2 if warm is not None else 1
-    load_s = sweep_seconds * len(sizes) * passes + (agent_seconds + 4 * ab_seconds) * runs
     with running_mariadb(prefix=f"pooltune-bench-{workload}-", extra_args=server_args) as server:
         load = SysbenchLoad(server, tables=4, table_size=20_000)
         load.prepare(test)
-        with load.running(test, threads=clients, time_s=int(load_s + 120)) as sysbench:
+        time_s = int(plan.load_seconds() + 120)
+        with load.running(test, threads=clients, time_s=time_s) as sysbench:
             settings = TargetSection.model_validate(server.target_section())
             observer = Observer(
                 MariaDBTarget(settings, tuned_knobs=[SIZE]),
@@ -216,27 +218,20 @@ def run_case(
                     server.target_section(enable_latency=True),
                     knob=SIZE,
                     bounds=(1, 64),
-                    seconds=agent_seconds,
+                    seconds=plan.agent_seconds,
                     state_dir=state_dir,
-                    service=warm,
+                    service=plan.warm,
                 )
 
             try:
                 return measure_case(
                     observer,
+                    plan,
                     workload=workload,
                     clients=clients,
-                    sizes=sizes,
                     default_size=os.cpu_count() or 1,  # MariaDB's default thread_pool_size
-                    sweep_seconds=sweep_seconds,
-                    passes=passes,
-                    agent_seconds=agent_seconds,
-                    ab_seconds=ab_seconds,
-                    work_dir=work_dir,
                     raw=raw,
                     config_for=config_for,
-                    warm=warm,
-                    warm_first=warm_first,
                 )
             finally:
                 observer.close()

@@ -10,53 +10,18 @@ from typing import Any
 from agents.config import AgentConfig, TargetSection
 from agents.targets.pgbouncer import PgBouncerTarget
 from benchmarks.live.agent_runs import agent_config
-from benchmarks.live.case import measure_case
+from benchmarks.live.case import CasePlan, measure_case
 from benchmarks.live.observer import Observer
 from benchmarks.live.scoring import LiveCaseScore
-from benchmarks.live.warm import WarmService
 from benchmarks.pgbouncer.cases import BOUNDS, DEFAULT_SIZE, SCALE, SIZE, WORKLOADS
 from lab.pgbench import Endpoint, Pgbench
 from lab.pgbouncer import DatabaseEntry, PgBouncer, start_pgbouncer, stop_pgbouncer
 from lab.postgres import start_postgres, stop_postgres
 
 
-def target_section(bouncer: PgBouncer) -> dict[str, Any]:
-    """``[target]`` + ``[target.pgbouncer]`` of an agent on ``bouncer``."""
-    cluster = bouncer.cluster
-    return {
-        "engine": "pgbouncer",
-        "host": bouncer.host,
-        "port": bouncer.port,
-        "user": bouncer.admin_user,
-        "password": bouncer.admin_password,
-        "pgbouncer": {
-            "postgres_host": cluster.host,
-            "postgres_port": cluster.port,
-            "postgres_user": cluster.role,
-            "postgres_password": cluster.password,
-            "postgres_database": cluster.database,
-        },
-    }
-
-
-def run_case(
-    workload: str,
-    clients: int,
-    *,
-    sizes: list[int],
-    sweep_seconds: float,
-    passes: int,
-    agent_seconds: float,
-    ab_seconds: float,
-    work_dir: Path,
-    raw: dict[str, Any],
-    warm: WarmService | None = None,
-    warm_first: bool = False,
-) -> LiveCaseScore:
+def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -> LiveCaseScore:
     """Start the lab, load it with ``workload`` at ``clients``, measure, stop the lab."""
     live = WORKLOADS[workload]
-    runs = 2 if warm is not None else 1
-    load_s = sweep_seconds * len(sizes) * passes + (agent_seconds + 4 * ab_seconds) * runs
     cluster = start_postgres(prefix=f"pooltune-bench-pg-{workload}-")
     bouncer: PgBouncer | None = None
     pgbench = Pgbench(cluster, scale=SCALE)
@@ -66,9 +31,10 @@ def run_case(
             cluster, databases=(DatabaseEntry("bench"),), pool_mode=live.pool_mode
         )
         endpoint = Endpoint(bouncer.host, bouncer.port, "bench", cluster.role, cluster.password)
-        run = pgbench.start(endpoint, live.script, clients=clients, time_s=int(load_s + 180))
+        time_s = int(plan.load_seconds() + 180)
+        run = pgbench.start(endpoint, live.script, clients=clients, time_s=time_s)
         assert bouncer.pid is not None
-        section = target_section(bouncer)
+        section = bouncer.target_section()
         observer = Observer(
             PgBouncerTarget(TargetSection.model_validate(section)),
             knob=SIZE,
@@ -80,27 +46,20 @@ def run_case(
                 section,
                 knob=SIZE,
                 bounds=BOUNDS,
-                seconds=agent_seconds,
+                seconds=plan.agent_seconds,
                 state_dir=state_dir,
-                service=warm,
+                service=plan.warm,
             )
 
         try:
             return measure_case(
                 observer,
+                plan,
                 workload=workload,
                 clients=clients,
-                sizes=sizes,
                 default_size=DEFAULT_SIZE,
-                sweep_seconds=sweep_seconds,
-                passes=passes,
-                agent_seconds=agent_seconds,
-                ab_seconds=ab_seconds,
-                work_dir=work_dir,
                 raw=raw,
                 config_for=config_for,
-                warm=warm,
-                warm_first=warm_first,
             )
         finally:
             observer.close()

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from agents.config import TargetSection
 from agents.state import OriginalTupleFile
-from agents.sweep import Progress, ProgressCallback, Sweeper, SweepPlan, SweepResult
+from agents.sweep import Sweeper, SweepPlan, SweepResult
 from agents.targets.mariadb import MariaDBTarget
 from lab.mariadb import MariaDBServer, start_mariadb, stop_mariadb
 from lab.processes import pinned_to_one_cpu
 from lab.sysbench import LOCK_ERRORS, SysbenchLoad, printable_command
+from scripts.dataset_progress import progress_logger
 from scripts.mariadb_dataset.cases import (
     OVERSUBSCRIBE,
     REPO,
@@ -95,23 +96,6 @@ class MeasuredCase:
     prepare_s: float = 0.0
 
 
-def _progress(label: str) -> ProgressCallback:
-    def report(progress: Progress) -> None:
-        if progress.visit % 5 == 0 or progress.visit == progress.visits:
-            logger.info(
-                "  %s visit %d/%d (repeat %d, value %d): %.0f/s, %.0fs left",
-                label,
-                progress.visit,
-                progress.visits,
-                progress.repeat,
-                progress.value,
-                progress.visit_mean,
-                progress.remaining_s,
-            )
-
-    return report
-
-
 def measure_case(
     server: DatasetServer, case: Case, timing: Timing, *, stop: threading.Event, log_path: Path
 ) -> MeasuredCase:
@@ -163,7 +147,7 @@ def measure_case(
                 plan=plan,
                 state=server.state,
                 stop=stop,
-                on_progress=_progress(f"{case.workload_id} {knob}"),
+                on_progress=progress_logger(logger, f"{case.workload_id} {knob}"),
             )
             return sweeper.run()
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from scripts.dataset_readme import common_fields, host_load
 from scripts.mariadb_dataset.cases import SERVER_NOTES, SERVER_OPTIONS, SIZE, Catalog
 
 TEMPLATE = Path(__file__).with_name("readme_template.md")
@@ -45,20 +46,6 @@ def secondary_table(curves: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def host_load(other_cpu_cores: pd.Series, *, busy_cores: float) -> str:
-    """The README's sentence on what else ran on the host while the sweeps measured."""
-    figures = (
-        f"other processes used on average {other_cpu_cores.mean():.2f} cores (max "
-        f"{other_cpu_cores.max():.2f} over a case) during the sweeps (`other_cpu_cores`)"
-    )
-    if other_cpu_cores.mean() > busy_cores:
-        return (
-            f"**Shared with other processes**: {figures}; samples were not filtered, so treat "
-            "the noise figures as those of a busy host."
-        )
-    return f"Quiet: {figures}."
-
-
 def servers_list(names: list[str]) -> str:
     return "\n".join(
         f"  - `{name}`: {SERVER_NOTES[name]}; `{' '.join(SERVER_OPTIONS[name])}`" for name in names
@@ -93,23 +80,13 @@ def readme(
     timing = description["timing"]
     host = description["host"]
     secondary_cases = curves.loc[curves["knob"] != SIZE, "workload_id"].unique()
-    beyond = workloads[workloads["differs_beyond_noise"]]
-    within = workloads[~workloads["differs_beyond_noise"]]
-    # Changes made to the measured tables after the run, each with its reason.
-    notes = "".join(f"\n- {note}" for note in description.get("notes", []))
     return Template(TEMPLATE.read_text()).substitute(
-        name=manifest["name"],
-        command=manifest["command"],
-        created_at=manifest["created_at"],
-        notes=f"\nChanged after the measurement:\n{notes}\n" if notes else "",
-        cores=host["cpu_count"],
-        cpu_count=host["cpu_count"],
-        cpu_model=host["cpu_model"],
-        memory_gib=f"{host['memory_bytes'] / 2**30:.1f}",
-        kernel=host["kernel"],
+        common_fields(manifest, description=description, machine=host, workloads=workloads),
         sysbench_version=host["sysbench_version"],
         host_load=host_load(
-            workloads["other_cpu_cores"], busy_cores=float(description["busy_cores"])
+            workloads["other_cpu_cores"],
+            busy_cores=float(description["busy_cores"]),
+            more=" (`other_cpu_cores`)",
         ),
         engine_version=description["engine_version"],
         servers=servers_list(list(dict.fromkeys(workloads["server"]))),
@@ -123,23 +100,10 @@ def readme(
             f"- `{row['workload_id']}`: `{row['sysbench_command']}`"
             for row in workloads.to_dict(orient="records")
         ),
-        size_grid=list(timing["size_grid"]),
         grid_points=len(timing["size_grid"]),
         oversubscribe_grid=list(timing["oversubscribe_grid"]),
         stall_grid=list(timing["stall_grid"]),
-        dwell_s=f"{timing['dwell_s']:g}",
-        sample_period_s=f"{timing['sample_period_s']:g}",
-        discard_samples=timing["discard_samples"],
-        repeats=timing["repeats"],
         secondary_repeats=timing["secondary_repeats"],
-        warmup_s=f"{timing['warmup_s']:g}",
-        baseline_s=f"{timing['baseline_s']:g}",
         results_table=results_table(workloads),
-        beyond_noise=", ".join(beyond["workload_id"]) or "none",
-        within_noise=", ".join(within["workload_id"]) or "none",
         secondary_table=secondary_table(curves),
-        files="\n".join(
-            f"| `{name}` | {meta['bytes']:,} | `{meta['sha256']}` |"
-            for name, meta in manifest["files"].items()
-        ),
     )

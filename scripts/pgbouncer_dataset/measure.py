@@ -23,14 +23,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.config import PgBouncerTargetSection, TargetSection
+from agents.config import TargetSection
 from agents.hostcpu import HostCpu
 from agents.state import OriginalTupleFile
-from agents.sweep import Progress, ProgressCallback, Sweeper, SweepPlan, SweepResult
+from agents.sweep import Sweeper, SweepPlan, SweepResult
 from agents.targets.pgbouncer import PgBouncerTarget
 from lab.pgbench import Endpoint, Pgbench
 from lab.pgbouncer import DatabaseEntry, PgBouncer, start_pgbouncer, stop_pgbouncer
 from lab.postgres import PostgresCluster, start_postgres, stop_postgres
+from scripts.dataset_progress import progress_logger
 from scripts.pgbouncer_dataset.cases import SCALE, SIZE, Case, Timing
 
 logger = logging.getLogger("make_pgbouncer_dataset")
@@ -68,7 +69,7 @@ class DatasetLab:
                 settings=BOUNCER_SETTINGS[mode],
             )
             try:
-                target = PgBouncerTarget(target_section(bouncer))
+                target = PgBouncerTarget(TargetSection.model_validate(bouncer.target_section()))
                 target.connect()
                 info = target.check()
             except BaseException:
@@ -84,24 +85,6 @@ class DatasetLab:
             target.close()
             stop_pgbouncer(bouncer)
         stop_postgres(self.cluster)
-
-
-def target_section(bouncer: PgBouncer) -> TargetSection:
-    cluster = bouncer.cluster
-    return TargetSection(
-        engine="pgbouncer",
-        host=bouncer.host,
-        port=bouncer.port,
-        user=bouncer.admin_user,
-        password=bouncer.admin_password,
-        pgbouncer=PgBouncerTargetSection(
-            postgres_host=cluster.host,
-            postgres_port=cluster.port,
-            postgres_user=cluster.role,
-            postgres_password=cluster.password,
-            postgres_database=cluster.database,
-        ),
-    )
 
 
 def start_lab(state_dir: Path) -> DatasetLab:
@@ -158,23 +141,6 @@ class MeasuredCase:
     engine_version: str
 
 
-def _progress(label: str) -> ProgressCallback:
-    def report(progress: Progress) -> None:
-        if progress.visit % 5 == 0 or progress.visit == progress.visits:
-            logger.info(
-                "  %s visit %d/%d (repeat %d, size %d): %.0f tps, %.0fs left",
-                label,
-                progress.visit,
-                progress.visits,
-                progress.repeat,
-                progress.value,
-                progress.visit_mean,
-                progress.remaining_s,
-            )
-
-    return report
-
-
 def measure_case(
     lab: DatasetLab,
     case: Case,
@@ -222,7 +188,7 @@ def measure_case(
             plan=plan,
             state=OriginalTupleFile(lab.state_dir / case.pool_mode / "original-tuple.json"),
             stop=stop,
-            on_progress=_progress(case.case_id),
+            on_progress=progress_logger(logger, case.case_id, value="size", unit=" tps"),
         ).run()
         pgbench_ok = run.running()
         if not pgbench_ok:

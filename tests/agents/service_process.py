@@ -3,10 +3,7 @@ own PostgreSQL database, stoppable and restartable on the same port."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from lab.processes import stop_process
+from lab.service import start_service, wait_until_serving
 from service.migrate import upgrade
 from tests.fixtures.mariadb import free_port
 from tests.fixtures.postgres import TEST_ADMIN_TOKEN, scratch_database
@@ -40,48 +39,23 @@ class ServiceProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        env = dict(os.environ)
-        env.update(
-            POOLTUNE_DATABASE_URL=self.database_url,
-            POOLTUNE_ADMIN_TOKEN=TEST_ADMIN_TOKEN,
-            POOLTUNE_ENVIRONMENT="test",
-        )
-        env.update(self.extra_env)
+        env = {
+            "POOLTUNE_DATABASE_URL": self.database_url,
+            "POOLTUNE_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
+            "POOLTUNE_ENVIRONMENT": "test",
+        } | self.extra_env
         with self.log_path.open("a") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "service.cli",
-                    "serve",
-                    "--no-migrate",
-                    "--port",
-                    str(self.port),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"service exited:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"service not ready:\n{self.log_path.read_text()[-3000:]}")
+            self.process = start_service(self.port, env=env, log=log, migrate=False)
+        wait_until_serving(
+            self.process,
+            self.url,
+            path="/healthz",
+            details=lambda: self.log_path.read_text()[-3000:],
+        )
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        if self.process is not None:
+            stop_process(self.process, timeout_s=20)
         self.process = None
 
     def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:

@@ -27,7 +27,7 @@ from tests.agents.fakes import FakeTarget
 from tests.agents.reports import make_report
 from tests.agents.service_process import ServiceProcess, service_on_scratch_database
 from tests.agents.test_approval_mode import CORES, Host
-from tests.agents.test_loop import config_for, rogue, run_until
+from tests.agents.test_loop import config_for, make_loop, rogue, run_until
 
 SIZE = "thread_pool_size"
 
@@ -57,15 +57,7 @@ def faulty_loop(tmp_path: Path, target: FakeTarget, wanted: int = 4) -> AgentLoo
     state_dir = tmp_path / "state"
     config = config_for(state_dir, agent={"runtime_dir": str(tmp_path / "run")})
     factory, _ = rogue({SIZE: wanted})
-    loop = AgentLoop(
-        config,
-        target=target,
-        climber_factory=factory,
-        uploader=Uploader(None, Spool(config.spool_dir)),
-        clock=lambda: target.now,
-    )
-    loop.start()
-    return loop
+    return make_loop(tmp_path, target, factory, config)
 
 
 # -- restarts, clock steps, half-applied changes ------------------------------------------

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,6 +18,8 @@ from sqlalchemy.orm import sessionmaker
 from sqlalchemy.pool import NullPool
 
 from agents.knobs import Engine
+from lab.processes import stop_process
+from lab.service import start_service, wait_until_serving
 from service.recommendations.model_format import LinearPredictor, dump_predictor
 from service.registry import service as registry_service
 from tests.console.payloads import approval_request
@@ -61,45 +61,31 @@ class LiveServer:
 
 def start_server(database_url: str, log_path: Path) -> LiveServer:
     port = free_port()
-    env = dict(os.environ)
-    env.update(
-        {
-            "POOLTUNE_DATABASE_URL": database_url,
-            "POOLTUNE_ADMIN_TOKEN": ADMIN_TOKEN,
-            "POOLTUNE_ENVIRONMENT": "test",
-            "POOLTUNE_DB_POOL_SIZE": "4",
-            "PYTHONPATH": str(REPO),
-        }
-    )
+    env = {
+        "POOLTUNE_DATABASE_URL": database_url,
+        "POOLTUNE_ADMIN_TOKEN": ADMIN_TOKEN,
+        "POOLTUNE_ENVIRONMENT": "test",
+        "POOLTUNE_DB_POOL_SIZE": "4",
+        "PYTHONPATH": str(REPO),
+    }
     log = log_path.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--no-migrate", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    process = start_service(port, env=env, log=log, migrate=False, cwd=REPO)
     base_url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the service exited: {log_path.read_text(errors='replace')}")
-        try:
-            if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
-                return LiveServer(base_url=base_url, process=process, log_path=log_path)
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.terminate()
-    raise RuntimeError(f"the service did not answer within 60 s: {log_path}")
+    try:
+        wait_until_serving(
+            process,
+            base_url,
+            path="/healthz",
+            details=lambda: log_path.read_text(errors="replace"),
+        )
+    except RuntimeError:
+        process.terminate()
+        raise
+    return LiveServer(base_url=base_url, process=process, log_path=log_path)
 
 
 def stop_server(server: LiveServer) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait(timeout=10)
+    stop_process(server.process, timeout_s=20)
 
 
 @dataclass

@@ -15,10 +15,8 @@ tuple, the knee, and the hidden parameters.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import multiprocessing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,14 +26,24 @@ from agents import knobs
 from agents.knobs import Engine
 from agents.sim import SimServer, SimWorkload, agent_profile, random_workload_v2
 from agents.sim.measure import statements_per_transaction
-from agents.sim.model import OVERSUBSCRIBE_GRID, STALL_LIMIT_GRID
 from trainer.calibration.fit import CaseFit
 from trainer.calibration.realcases import RealCase
-from trainer.simcorpus import CURVE_DOCS, OVERSUBSCRIBE, SIZE, SIZE_GRID, STALL
+from trainer.simcorpus import (
+    CHUNK,
+    CURVE_DOCS,
+    MEASUREMENT_CV,
+    OVERSUBSCRIBE,
+    PROFILE_WINDOW_S,
+    SIZE,
+    STALL,
+    run_chunks,
+    schema_section,
+    tables,
+    workload_curves,
+    workload_row,
+)
 
 VERSION = "sim-v2"
-PROFILE_WINDOW_S = 30.0
-MEASUREMENT_CV = 0.1
 CALIBRATED_SHARE = 0.3
 #: Largest log-space jitter of a fitted parameter around its case (a draw's is U(0, 1) × it).
 JITTER = 0.5
@@ -146,21 +154,6 @@ def draw(
     return prior_draw, rng
 
 
-def _points(
-    workload_id: str, knob: str, values: np.ndarray, throughput: np.ndarray, latency: np.ndarray
-) -> list[dict[str, Any]]:
-    return [
-        {
-            "workload_id": workload_id,
-            "knob": knob,
-            "value": int(v),
-            "throughput": float(t),
-            "latency_ms": float(la),
-        }
-        for v, t, la in zip(values, throughput, latency, strict=True)
-    ]
-
-
 def simulate_workload(
     seed: int, index: int, calibration: Sequence[Mapping[str, Any]], calibrated: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -168,8 +161,7 @@ def simulate_workload(
     drawn, rng = draw(seed, index, calibration, calibrated)
     workload = drawn.workload
     server = SimServer(workload, seed=int(rng.integers(2**31)))
-    engine = Engine.MARIADB
-    defaults = knobs.default_tuple(engine, workload.cores)
+    defaults = knobs.default_tuple(Engine.MARIADB, workload.cores)
     profile = agent_profile(
         workload,
         rng,
@@ -184,39 +176,20 @@ def simulate_workload(
     optimum = server.optimum()
     knee = server.knee()
     workload_id = f"w{index:06d}"
-    sizes = np.array(sorted(set(SIZE_GRID) | {optimum[SIZE], knee}), dtype=np.float64)
-    points = _points(workload_id, SIZE, sizes, *workload.steady_state(sizes))
-    best_size = float(optimum[SIZE])
-    over = np.array(OVERSUBSCRIBE_GRID, dtype=np.float64)
-    stall = np.array(STALL_LIMIT_GRID, dtype=np.float64)
-    points += _points(
+    points = workload_curves(workload_id, workload, optimum=optimum, knee=knee, defaults=defaults)
+    row = workload_row(
         workload_id,
-        OVERSUBSCRIBE,
-        over,
-        *workload.steady_state(best_size, over, float(defaults[STALL])),
+        group=drawn.group,
+        kind=drawn.kind,
+        version=VERSION,
+        workload=workload,
+        server=server,
+        profile=profile,
+        optimum=optimum,
+        knee=knee,
+        defaults=defaults,
     )
-    points += _points(
-        workload_id,
-        STALL,
-        stall,
-        *workload.steady_state(best_size, float(defaults[OVERSUBSCRIBE]), stall),
-    )
-    row: dict[str, Any] = {
-        "workload_id": workload_id,
-        "group": drawn.group,
-        "kind": drawn.kind,
-        "engine": engine.value,
-        "engine_version": VERSION,
-        "cpu_count": workload.cores,
-        "memory_bytes": workload.cores * (4 << 30),
-    }
-    for name, value in profile.model_dump().items():
-        row[name] = json.dumps(value) if name == "extras" else value
-    row |= {f"best_{name}": int(value) for name, value in optimum.items()}
     row |= {
-        "knee_size": knee,
-        "peak_throughput": server.peak(),
-        "default_throughput": server.expected_throughput(defaults),
         "calibrated_from": drawn.calibrated_from,
         "sim_noise_cv": drawn.noise_cv,
         "sim_stall_share": drawn.stall_share,
@@ -265,44 +238,12 @@ def build_corpus(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``count`` workloads as the (workloads, curves) tables of a dataset."""
     calibrated = round(count * calibrated_share) if calibration else 0
-    step = 500
     chunks = [
-        (seed, start, min(start + step, count), list(calibration), calibrated)
-        for start in range(0, count, step)
+        (seed, start, min(start + CHUNK, count), list(calibration), calibrated)
+        for start in range(0, count, CHUNK)
     ]
-    rows: list[dict[str, Any]] = []
-    points: list[dict[str, Any]] = []
-
-    def results() -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
-        if processes <= 1:
-            yield from map(_chunk, chunks)
-            return
-        with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            yield from pool.imap(_chunk, chunks)
-
-    for chunk_rows, chunk_points in results():
-        rows.extend(chunk_rows)
-        points.extend(chunk_points)
-        if on_progress is not None:
-            on_progress(len(chunk_rows))
+    rows, points = run_chunks(_chunk, chunks, processes=processes, on_progress=on_progress)
     return tables(rows, points)
-
-
-def tables(
-    rows: Sequence[Mapping[str, Any]], points: Sequence[Mapping[str, Any]]
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Workload rows and curve points as the dataset's two tables, with their column types."""
-    workloads = pd.DataFrame.from_records(rows)
-    curves = pd.DataFrame.from_records(points)
-    curves["throughput_std"] = np.nan
-    curves["samples"] = 0
-    curves = curves.astype(
-        {"value": "int16", "throughput": "float32", "latency_ms": "float32", "samples": "int16"}
-    )
-    curves["knob"] = curves["knob"].astype("category")
-    for name in ("engine", "engine_version", "kind"):
-        workloads[name] = workloads[name].astype("category")
-    return workloads, curves
 
 
 COLUMN_DOCS = {
@@ -338,15 +279,9 @@ COLUMN_DOCS = {
 
 def readme(manifest: Mapping[str, Any]) -> str:
     """The corpus's README: provenance, calibration and the schema."""
-    rows = "\n".join(f"| `{k}` | {v} |" for k, v in COLUMN_DOCS.items())
     curve_docs = dict(CURVE_DOCS) | {
         "throughput": "noise-free steady-state throughput (statements/s)"
     }
-    curve_rows = "\n".join(f"| `{k}` | {v} |" for k, v in curve_docs.items())
-    files = "\n".join(
-        f"| `{name}` | {meta['bytes']:,} | `{meta['sha256']}` |"
-        for name, meta in manifest["files"].items()
-    )
     description = manifest["description"]
     calibration = description.get("calibration", [])
     cases = "\n".join(
@@ -381,21 +316,4 @@ manifest (`description.calibration`). Check that it covers the real cases with
 |---|---|---|---|
 {cases}
 
-## Files
-
-| file | bytes | sha256 |
-|---|---|---|
-{files}
-
-## `workloads.parquet` — one row per workload
-
-| column | meaning |
-|---|---|
-{rows}
-
-## `curves.parquet` — curve points, long format
-
-| column | meaning |
-|---|---|
-{curve_rows}
-"""
+{schema_section(manifest, COLUMN_DOCS, curve_docs)}"""

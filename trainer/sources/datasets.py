@@ -125,6 +125,15 @@ def write_dataset(
     return manifest
 
 
+def files_table(manifest: Mapping[str, Any]) -> str:
+    """The rows of a README's table of the files :func:`write_dataset` checksummed: name,
+    bytes, sha256."""
+    return "\n".join(
+        f"| `{name}` | {meta['bytes']:,} | `{meta['sha256']}` |"
+        for name, meta in manifest["files"].items()
+    )
+
+
 @dataclass(frozen=True)
 class Dataset:
     name: str
