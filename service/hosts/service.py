@@ -57,12 +57,17 @@ def get_host(session: Session, host_id: int) -> Host:
 def require_own_host(session: Session, host_id: int, facts: HostFacts) -> Host:
     """The agent's host, if ``facts`` name it; 403 otherwise (an agent speaks for its host)."""
     host = get_host(session, host_id)
-    if (facts.hostname, facts.engine.value) != (host.hostname, host.engine):
+    check_own_host(host.hostname, host.engine, facts)
+    return host
+
+
+def check_own_host(hostname: str, engine: str, facts: HostFacts) -> None:
+    """403 unless ``facts`` name the agent's host (its hostname and engine as enrolled)."""
+    if (facts.hostname, facts.engine.value) != (hostname, engine):
         raise ForbiddenError(
-            f"this agent speaks for {host.hostname} ({host.engine}), not for "
+            f"this agent speaks for {hostname} ({engine}), not for "
             f"{facts.hostname} ({facts.engine.value})"
         )
-    return host
 
 
 def list_hosts(
