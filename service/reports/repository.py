@@ -10,6 +10,7 @@ from sqlalchemy import (
     Row,
     Table,
     bindparam,
+    delete,
     false,
     func,
     literal_column,
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from service.db import UTCDateTime, dialect_name, insert_ignoring_conflict, utcnow
+from service.hosts.models import Host
 from service.hosts.repository import record_if_newest_statement
 from service.reports.models import Report
 
@@ -81,6 +83,23 @@ class ReportRepository:
         total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
         items = self.session.scalars(query.order_by(Report.id.desc()).limit(limit).offset(offset))
         return items.all(), total
+
+    def delete_received_before(self, cutoff: datetime, *, batch_size: int) -> int:
+        """Delete up to ``batch_size`` reports received before ``cutoff`` that no host names
+        as its last report (its state came from it); how many were deleted."""
+        still_named = select(Host.id).where(Host.last_report_id == Report.id).exists()
+        doomed = (
+            select(Report.id)
+            .where(Report.received_at < cutoff, ~still_named)
+            .order_by(Report.received_at)
+            .limit(batch_size)
+        )
+        result = self.session.execute(
+            delete(Report)
+            .where(Report.id.in_(doomed.scalar_subquery()))
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
 
     def stream_converged(
         self, engine: str, *, batch_size: int = 2000, limit: int | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -246,3 +246,21 @@ def gain_over_default(report: Report) -> float | None:
     if report.throughput_default is None or report.throughput_default <= 0:
         return None
     return report.throughput_optimal / report.throughput_default - 1.0
+
+
+def prune_reports(
+    session_factory: Callable[[], Session], *, older_than: datetime, batch_size: int = 5000
+) -> int:
+    """Delete the reports received before ``older_than``, except each host's newest (the
+    host's state names it), a batch per transaction so that no lock is held for long and a
+    replica's ingest is never blocked behind it; how many were deleted. Safe to run from
+    several places at once (each batch deletes what is still there)."""
+    deleted = 0
+    while True:
+        with session_factory() as session, session.begin():
+            count = ReportRepository(session).delete_received_before(
+                older_than, batch_size=batch_size
+            )
+        deleted += count
+        if count < batch_size:
+            return deleted
