@@ -62,11 +62,14 @@ class BatchedInsert:
             raise DatabaseUnavailableError("the service is shutting down")
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait_for(self._queue.put((row, done)), self.put_timeout_s)
-        except TimeoutError:
-            raise DatabaseUnavailableError(
-                f"{self.name}: {self._queue.maxsize} rows are waiting for the database"
-            ) from None
+            self._queue.put_nowait((row, done))
+        except asyncio.QueueFull:
+            try:
+                await asyncio.wait_for(self._queue.put((row, done)), self.put_timeout_s)
+            except TimeoutError:
+                raise DatabaseUnavailableError(
+                    f"{self.name}: {self._queue.maxsize} rows are waiting for the database"
+                ) from None
         await done
 
     async def close(self) -> None:
@@ -77,6 +80,10 @@ class BatchedInsert:
         await self._queue.put(_STOP)
         await self._task
         self._task = None
+        # A row whose append was waiting for room when the stop mark went in.
+        late = [item for item in _drain(self._queue) if item is not _STOP]
+        for start in range(0, len(late), self.batch_rows):
+            await self._flush(late[start : start + self.batch_rows])
 
     async def _next_batch(self) -> tuple[list[tuple[Row, asyncio.Future[None]]], bool]:
         first = await self._queue.get()
@@ -129,6 +136,15 @@ class BatchedInsert:
         self.batches += 1
         self.rows += len(batch)
         _settle(batch, None)
+
+
+def _drain(queue: asyncio.Queue[Any]) -> list[Any]:
+    items = []
+    while True:
+        try:
+            items.append(queue.get_nowait())
+        except asyncio.QueueEmpty:
+            return items
 
 
 def _settle(batch: list[tuple[Row, asyncio.Future[None]]], exc: BaseException | None) -> None:
