@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Update, and_, func, or_, select, update
@@ -42,18 +41,6 @@ class HostRepository:
             conflict_columns=["hostname", "engine"],
         )
         return new_id
-
-    def record_if_newest(
-        self, host_id: int, *, report_id: int, finished_at: datetime, values: dict[str, Any]
-    ) -> bool:
-        """Set ``values`` and the last report, only if this report is the newest of the host
-        (:func:`record_if_newest_statement`). True if this report's values were written."""
-        result = self.session.execute(
-            record_if_newest_statement(
-                host_id, report_id=report_id, finished_at=finished_at, values=values
-            )
-        )
-        return bool(getattr(result, "rowcount", 0))
 
     def paginate(
         self, *, engine: str | None, limit: int, offset: int
