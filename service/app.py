@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
+from agents.knobs import Engine as DatabaseEngine
 from service import health
 from service.approvals.router import router as approvals_router
 from service.auth.router import router as auth_router
+from service.auth.token_cache import TokenCache
 from service.config import Settings, get_settings
 from service.console.setup import install_console
 from service.db import build_engine, build_sessionmaker
 from service.errors import install_error_handlers
 from service.hosts.router import router as hosts_router
+from service.hot_db import AsyncEngineHotDB, BatchSettings, ThreadedHotDB, build_async_engine
 from service.observability import Metrics, ObservabilityMiddleware
 from service.recommendations.predictor_cache import PredictorCache
 from service.recommendations.router import router as recommendations_router
 from service.registry.router import router as registry_router
 from service.reports.router import router as reports_router
+
+logger = logging.getLogger(__name__)
 
 DESCRIPTION = """\
 The central pooltune service: agents enrol, upload climb reports (idempotently) and ask for
@@ -37,6 +46,25 @@ docs/service.md.
 """
 
 
+def _build_hot_db(settings: Settings, engine: Engine) -> AsyncEngineHotDB | ThreadedHotDB:
+    """The hot routes' database: the asyncio engine on PostgreSQL, threads on SQLite."""
+    batch = BatchSettings.from_settings(settings)
+    if settings.is_sqlite:
+        return ThreadedHotDB(engine, batch)
+    return AsyncEngineHotDB(build_async_engine(settings), batch)
+
+
+def _preload_models(app: FastAPI) -> None:
+    """Load every engine's promoted model before the first request (best effort: with the
+    database down, the first request loads it)."""
+    cache: PredictorCache = app.state.predictor_cache
+    try:
+        with app.state.sessionmaker() as session:
+            cache.preload(session, [engine.value for engine in DatabaseEngine])
+    except SQLAlchemyError as exc:
+        logger.warning("promoted models not preloaded", extra={"error": str(exc)})
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
@@ -44,9 +72,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.engine = engine
     app.state.sessionmaker = build_sessionmaker(engine)
     app.state.readiness = health.ReadinessProbe(settings)
+    hot_db = _build_hot_db(settings, engine)
+    app.state.hot_db = hot_db
+    await asyncio.to_thread(_preload_models, app)
     try:
         yield
     finally:
+        # Drain the batched writes first: every queued row is written before the engines go.
+        await hot_db.close()
+        if isinstance(hot_db, AsyncEngineHotDB):
+            await hot_db.engine.dispose()
         app.state.readiness.close()
         engine.dispose()
 
@@ -62,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = Metrics()
     app.state.predictor_cache = PredictorCache(allow_pickle=settings.allow_pickle_models)
+    app.state.token_cache = TokenCache(settings.agent_token_cache_s)
     install_error_handlers(app)
     app.add_middleware(
         ObservabilityMiddleware,

@@ -1,4 +1,5 @@
-"""``pooltune-service``: ``serve`` (wait for the DB, migrate, run uvicorn) and ``migrate``."""
+"""``pooltune-service``: ``serve`` (wait for the DB, migrate, run uvicorn), ``migrate`` and
+``prune`` (report retention)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,42 @@ def _parser() -> argparse.ArgumentParser:
     )
     migrate = commands.add_parser("migrate", help="wait for the database and upgrade the schema")
     migrate.add_argument("--revision", default="head")
+    prune = commands.add_parser(
+        "prune",
+        help="delete reports received longer ago than the retention (each host's newest is "
+        "kept); run it daily from cron or a timer",
+    )
+    prune.add_argument(
+        "--days",
+        type=float,
+        default=None,
+        help="retention in days (default: POOLTUNE_REPORTS_RETENTION_DAYS)",
+    )
     return parser
+
+
+def _prune(settings: Settings, days: float | None) -> int:
+    from datetime import timedelta
+
+    from service.db import build_engine, build_sessionmaker, utcnow
+    from service.reports.service import prune_reports
+
+    retention = days if days is not None else settings.reports_retention_days
+    if retention is None or retention <= 0:
+        sys.stderr.write(
+            "pooltune-service prune: no retention: set POOLTUNE_REPORTS_RETENTION_DAYS or "
+            "pass --days (a positive number)\n"
+        )
+        return 2
+    engine = build_engine(settings)
+    try:
+        cutoff = utcnow() - timedelta(days=retention)
+        deleted = prune_reports(build_sessionmaker(engine), older_than=cutoff)
+    finally:
+        engine.dispose()
+    logger.info("reports pruned", extra={"deleted": deleted, "received_before": cutoff})
+    sys.stdout.write(f"deleted {deleted} reports received before {cutoff.isoformat()}\n")
+    return 0
 
 
 def _prepare_database(settings: Settings, revision: str) -> None:
@@ -49,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_level)
     try:
+        if args.command == "prune":
+            return _prune(settings, args.days)
         if args.command == "migrate":
             _prepare_database(settings, args.revision)
             logger.info("schema is at the requested revision", extra={"revision": args.revision})

@@ -65,6 +65,43 @@ class Settings(BaseSettings):
     #: is used first), so a rotation whose answer was lost can be retried.
     token_rotation_overlap_s: float = Field(default=600.0, ge=0.0, le=7 * 24 * 3600.0)
     enrollment_token_ttl_hours: float = Field(default=24.0, gt=0.0)
+    # Fleet scale (docs/service.md, "Scale"): the hot routes' caches and the batched log.
+    db_pgbouncer: bool = Field(
+        default=False,
+        description="The database URL points at PgBouncer in transaction mode: no prepared "
+        "statements, no startup options (the role carries statement_timeout).",
+    )
+    agent_token_cache_s: float = Field(
+        default=5.0,
+        ge=0.0,
+        le=60.0,
+        description="How long a replica reuses an agent-token lookup: a revocation or a "
+        "rotation made on another replica takes effect within this bound (0: no cache).",
+    )
+    promotion_check_s: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=60.0,
+        description="How long a replica reuses its reading of the promoted model version: a "
+        "promotion is served by every replica within this bound (0: read per request).",
+    )
+    recommendation_log_linger_ms: float = Field(
+        default=2.0, ge=0.0, le=1000.0, description="A log batch waits this long for company."
+    )
+    recommendation_log_batch_rows: int = Field(default=256, ge=1, le=10_000)
+    recommendation_log_queue_rows: int = Field(
+        default=8192,
+        ge=1,
+        le=1_000_000,
+        description="Rows waiting to be written, at most; a request that finds the queue "
+        "full waits up to db_pool_timeout_s, then answers 503.",
+    )
+    reports_retention_days: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="`pooltune-service prune` deletes reports received longer ago than this "
+        "(each host's newest report is kept); unset: reports are kept forever.",
+    )
     log_level: str = "INFO"
     #: pickle-based model artifacts run code on load. The trainer's artifacts are JSON, so
     #: pickle stays off unless a deployment trusts every writer of the registry.

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy import BigInteger, DateTime, Dialect, Integer, MetaData, create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.pool import NullPool, StaticPool
 from sqlalchemy.types import TypeDecorator
@@ -122,15 +122,26 @@ def get_db_session(request: Request) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_db_session, scope="function")]
 
 
+def dialect_name(connection: Session | Connection) -> str:
+    """``postgresql`` or ``sqlite``: the database behind a session or a connection."""
+    bind = connection if isinstance(connection, Connection) else connection.get_bind()
+    name: str = bind.dialect.name
+    return name
+
+
 def insert_ignoring_conflict(
-    session: Session, table: Any, values: dict[str, Any], *, conflict_columns: list[str]
+    session: Session | Connection,
+    table: Any,
+    values: dict[str, Any],
+    *,
+    conflict_columns: list[str],
 ) -> Any:
     """``INSERT ... ON CONFLICT DO NOTHING RETURNING id``: the new id, or None on a conflict.
 
     The database arbitrates concurrent inserts of the same key, so no request ever sees an
     IntegrityError for a benign race (and no transaction is poisoned by one).
     """
-    dialect = session.get_bind().dialect.name
+    dialect = dialect_name(session)
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 

@@ -9,6 +9,7 @@ sees a disconnect, drops the connection and the request answers 503.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
@@ -42,14 +43,43 @@ class DeadlineConnection(psycopg.Connection[Any]):
             ) from exc
 
 
+class AsyncDeadlineConnection(psycopg.AsyncConnection[Any]):
+    """The asyncio twin of :class:`DeadlineConnection` (the hot routes' engine)."""
+
+    io_timeout_s: float | None = None
+
+    async def wait(
+        self, gen: Any, interval: float = _INTERVAL_S, timeout: float | None = None
+    ) -> Any:
+        limit = timeout if timeout is not None else self.io_timeout_s
+        try:
+            return await super().wait(gen, interval=interval, timeout=limit)
+        except _WAIT_TIMEOUT as exc:
+            self.pgconn.finish()
+            raise psycopg.OperationalError(
+                f"the database did not answer within {limit:.1f} s; connection closed"
+            ) from exc
+
+
 def deadline_connect_args(settings: Settings) -> dict[str, Any]:
-    """libpq parameters: connect timeout, server-side statement timeout, a name in pg_stat."""
-    statement_ms = max(1, round(settings.db_statement_timeout_s * 1000))
-    return {
+    """libpq parameters: connect timeout, server-side statement timeout, a name in pg_stat.
+
+    Behind a transaction-pooling PgBouncer (``db_pgbouncer``) the startup ``options`` are
+    not passed on (PgBouncer refuses them), so the statement timeout is the role's
+    (``ALTER ROLE ... SET statement_timeout``; docs/service.md), and psycopg never prepares
+    statements: a prepared statement lives on one server connection, and the next
+    transaction may get another.
+    """
+    args: dict[str, Any] = {
         "connect_timeout": settings.db_connect_timeout_s,
-        "options": f"-c statement_timeout={statement_ms}",
         "application_name": "pooltune-service",
     }
+    if settings.db_pgbouncer:
+        args["prepare_threshold"] = None
+    else:
+        statement_ms = max(1, round(settings.db_statement_timeout_s * 1000))
+        args["options"] = f"-c statement_timeout={statement_ms}"
+    return args
 
 
 def use_deadline_connections(engine: Engine, io_timeout_s: float) -> None:
@@ -60,3 +90,16 @@ def use_deadline_connections(engine: Engine, io_timeout_s: float) -> None:
         connection = DeadlineConnection.connect(*cargs, **cparams)
         connection.io_timeout_s = io_timeout_s
         return connection
+
+
+def async_deadline_creator(
+    conninfo: str, connect_args: dict[str, Any], io_timeout_s: float
+) -> Callable[[], Awaitable[AsyncDeadlineConnection]]:
+    """``create_async_engine(async_creator=...)``: connections bounded by ``io_timeout_s``."""
+
+    async def connect() -> AsyncDeadlineConnection:
+        connection = await AsyncDeadlineConnection.connect(conninfo, **connect_args)
+        connection.io_timeout_s = io_timeout_s
+        return connection
+
+    return connect

@@ -87,6 +87,21 @@ def test_compose_has_the_whole_loop() -> None:
     assert services["agent"]["depends_on"]["service"]["condition"] == "service_healthy"
 
 
+def test_the_service_reaches_postgresql_through_pgbouncer_in_transaction_mode() -> None:
+    services = _compose()["services"]
+    environment = services["service"]["environment"]
+    assert "@service-pgbouncer:6432/" in environment["POOLTUNE_DATABASE_URL"]
+    # Transaction pooling: no prepared statements, no startup options (service/db_deadline.py).
+    assert environment["POOLTUNE_DB_PGBOUNCER"] == "true"
+    assert services["service"]["depends_on"]["service-pgbouncer"]["condition"] == "service_healthy"
+    ini = (ROOT / "docker" / "service-pgbouncer" / "pgbouncer.ini").read_text()
+    assert re.search(r"^pool_mode = transaction$", ini, re.MULTILINE)
+    assert re.search(r"^ignore_startup_parameters = .*\boptions\b", ini, re.MULTILINE)
+    # The statement timeout the service cannot set behind PgBouncer is the role's.
+    init = (ROOT / "docker" / "postgres" / "init.sql").read_text()
+    assert "ALTER ROLE pooltune SET statement_timeout" in init
+
+
 def test_every_file_named_exists() -> None:
     document = _compose()
     for name, service in document["services"].items():

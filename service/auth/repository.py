@@ -3,10 +3,52 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import Update, func, or_, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from service.auth.models import Agent, EnrollmentToken
+from service.auth.token_cache import AgentTokenRecord
+from service.hosts.models import Host
+
+
+def _end_overlap_statement(agent_id: int, token_hash: str) -> Update:
+    return (
+        update(Agent)
+        .where(Agent.id == agent_id, Agent.token_hash == token_hash)
+        .values(previous_token_hash=None, previous_token_expires_at=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def credentials_by_token_hash(
+    connection: Connection | Session, token_hash: str
+) -> AgentTokenRecord | None:
+    """The agent whose current or previous token has this hash, with its host's identity:
+    one query (the unique indexes on both hashes)."""
+    query = (
+        select(
+            Agent.id,
+            Agent.host_id,
+            Host.hostname,
+            Host.engine,
+            Agent.token_hash,
+            Agent.previous_token_hash,
+            Agent.previous_token_expires_at,
+            Agent.revoked_at,
+        )
+        .join(Host, Host.id == Agent.host_id)
+        .where(or_(Agent.token_hash == token_hash, Agent.previous_token_hash == token_hash))
+    )
+    row = connection.execute(query).one_or_none()
+    if row is None:
+        return None
+    return AgentTokenRecord(*row)
+
+
+def end_rotation_overlap(connection: Connection | Session, agent_id: int, token_hash: str) -> None:
+    """The new token was used: the previous one stops working now."""
+    connection.execute(_end_overlap_statement(agent_id, token_hash))
 
 
 class AuthRepository:
@@ -24,23 +66,6 @@ class AuthRepository:
             .with_for_update()
             .execution_options(populate_existing=True)
         ).one_or_none()
-
-    def get_agent_by_token_hash(self, token_hash: str) -> Agent | None:
-        """The agent whose current or previous token has this hash."""
-        return self.session.scalars(
-            select(Agent).where(
-                or_(Agent.token_hash == token_hash, Agent.previous_token_hash == token_hash)
-            )
-        ).one_or_none()
-
-    def end_rotation_overlap(self, agent_id: int, token_hash: str) -> None:
-        """The new token was used: the previous one stops working now."""
-        self.session.execute(
-            update(Agent)
-            .where(Agent.id == agent_id, Agent.token_hash == token_hash)
-            .values(previous_token_hash=None, previous_token_expires_at=None)
-            .execution_options(synchronize_session=False)
-        )
 
     def revoke_host_agents(self, host_id: int, *, at: datetime) -> None:
         self.session.execute(

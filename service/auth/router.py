@@ -16,6 +16,7 @@ from service.auth.schemas import (
     EnrollmentTokenCreated,
     EnrollmentTokenRead,
 )
+from service.auth.token_cache import TokenCache
 from service.config import Settings
 from service.db import SessionDep
 from service.errors import error_responses
@@ -102,10 +103,12 @@ def revoke_enrollment_token(
         }
     },
 )
-def enroll_agent(session: SessionDep, body: AgentEnroll) -> AgentCredentials:
+def enroll_agent(request: Request, session: SessionDep, body: AgentEnroll) -> AgentCredentials:
     agent, token = service.enroll_agent(
         session, enrollment_token=body.enrollment_token, host=body.host
     )
+    # A re-enrolment revokes the host's previous agents: this replica stops them at once.
+    _token_cache(request).clear()
     return AgentCredentials(agent_id=agent.id, host_id=agent.host_id, agent_token=token)
 
 
@@ -129,8 +132,12 @@ def list_agents(session: SessionDep, _admin: AdminAuth, page: PageDep) -> Page[A
     "overlap, the previous one) stop working at once (401 afterwards).",
     responses=error_responses(401, 403, 404, 422),
 )
-def revoke_agent(session: SessionDep, _admin: AdminAuth, agent_id: IdPath) -> AgentRead:
-    return AgentRead.model_validate(service.revoke_agent(session, agent_id))
+def revoke_agent(
+    request: Request, session: SessionDep, _admin: AdminAuth, agent_id: IdPath
+) -> AgentRead:
+    revoked = AgentRead.model_validate(service.revoke_agent(session, agent_id))
+    _token_cache(request).forget_agent(agent_id)
+    return revoked
 
 
 @router.post(
@@ -156,9 +163,16 @@ def rotate_agent_token(
         principal=principal,
         overlap=timedelta(seconds=settings.token_rotation_overlap_s),
     )
+    _token_cache(request).forget_agent(agent_id)
     return AgentCredentials(
         agent_id=agent.id,
         host_id=agent.host_id,
         agent_token=token,
         previous_token_valid_until=agent.previous_token_expires_at,
     )
+
+
+def _token_cache(request: Request) -> TokenCache:
+    """This replica's agent-token cache; others see a change within its bound."""
+    cache: TokenCache = request.app.state.token_cache
+    return cache

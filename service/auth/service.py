@@ -9,16 +9,23 @@ import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
 from agents.wire import HostFacts
 from service.auth.models import Agent, EnrollmentToken
-from service.auth.repository import AuthRepository
+from service.auth.repository import (
+    AuthRepository,
+    credentials_by_token_hash,
+    end_rotation_overlap,
+)
+from service.auth.token_cache import AgentTokenRecord, TokenCache
 from service.auth.tokens import AGENT_TOKEN_PREFIX, ENROLLMENT_TOKEN_PREFIX, hash_token, new_token
 from service.db import utcnow
 from service.errors import ConflictError, ForbiddenError, NotFoundError, UnauthorizedError
 from service.hosts import service as host_service
+from service.hot_db import HotDB
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,12 +37,22 @@ class Principal:
     host_id: int | None = None
     #: The hash of the agent token the caller presented (a rotation needs to know which).
     token_hash: str | None = None
+    #: The agent's host as enrolled (hostname, engine): an agent speaks for it only.
+    hostname: str | None = None
+    engine: str | None = None
 
 
 ADMIN = Principal(is_admin=True)
 
 
-def _previous_token_valid(agent: Agent, now: datetime) -> bool:
+class _PreviousToken(Protocol):
+    @property
+    def previous_token_hash(self) -> str | None: ...
+    @property
+    def previous_token_expires_at(self) -> datetime | None: ...
+
+
+def _previous_token_valid(agent: _PreviousToken, now: datetime) -> bool:
     return (
         agent.previous_token_hash is not None
         and agent.previous_token_expires_at is not None
@@ -43,29 +60,81 @@ def _previous_token_valid(agent: Agent, now: datetime) -> bool:
     )
 
 
-def authenticate(session: Session, token: str | None, *, admin_token: str) -> Principal:
+def _non_agent_token(token: str | None, admin_token: str) -> Principal | str:
+    """The admin, a 401, or the agent token's hash to look up."""
     if not token:
         raise UnauthorizedError("missing bearer token (Authorization: Bearer <token>)")
     if hmac.compare_digest(token.encode(), admin_token.encode()):
         return ADMIN
-    if token.startswith(AGENT_TOKEN_PREFIX):
-        digest = hash_token(token)
-        repository = AuthRepository(session)
-        agent = repository.get_agent_by_token_hash(digest)
-        if agent is not None:
-            if agent.revoked_at is not None:
-                raise UnauthorizedError("this agent token was revoked")
-            if agent.token_hash == digest:
-                if agent.previous_token_hash is not None:
-                    repository.end_rotation_overlap(agent.id, digest)
-            elif not _previous_token_valid(agent, utcnow()):
-                raise UnauthorizedError(
-                    "this agent token was replaced by a rotation; use the new token"
-                )
-            return Principal(
-                is_admin=False, agent_id=agent.id, host_id=agent.host_id, token_hash=digest
-            )
-    raise UnauthorizedError("invalid token")
+    if not token.startswith(AGENT_TOKEN_PREFIX):
+        raise UnauthorizedError("invalid token")
+    return hash_token(token)
+
+
+def check_agent_token(
+    credentials: AgentTokenRecord | None, token_hash: str, now: datetime
+) -> Principal:
+    """The rules of an agent token: known, not revoked, current or in its rotation overlap."""
+    if credentials is None:
+        raise UnauthorizedError("invalid token")
+    if credentials.revoked_at is not None:
+        raise UnauthorizedError("this agent token was revoked")
+    if credentials.token_hash != token_hash and not _previous_token_valid(credentials, now):
+        raise UnauthorizedError("this agent token was replaced by a rotation; use the new token")
+    return Principal(
+        is_admin=False,
+        agent_id=credentials.agent_id,
+        host_id=credentials.host_id,
+        token_hash=token_hash,
+        hostname=credentials.hostname,
+        engine=credentials.engine,
+    )
+
+
+def _ends_overlap(credentials: AgentTokenRecord, token_hash: str) -> bool:
+    """The first use of the new token ends the previous one's overlap."""
+    return credentials.token_hash == token_hash and credentials.previous_token_hash is not None
+
+
+def authenticate(
+    session: Session, token: str | None, *, admin_token: str, cache: TokenCache | None = None
+) -> Principal:
+    """The caller, read from the database (the admin routes and the console's agent
+    routes); ``cache`` is told when an overlap ends here."""
+    checked = _non_agent_token(token, admin_token)
+    if isinstance(checked, Principal):
+        return checked
+    credentials = credentials_by_token_hash(session, checked)
+    principal = check_agent_token(credentials, checked, utcnow())
+    assert credentials is not None
+    if _ends_overlap(credentials, checked):
+        end_rotation_overlap(session, credentials.agent_id, checked)
+        if cache is not None:
+            cache.forget_agent(credentials.agent_id)
+    return principal
+
+
+async def authenticate_hot(
+    hot_db: HotDB, token: str | None, *, admin_token: str, cache: TokenCache
+) -> Principal:
+    """The caller, from the token cache when it holds a fresh lookup (no database round
+    trip), else from one query; the same rules as :func:`authenticate`."""
+    checked = _non_agent_token(token, admin_token)
+    if isinstance(checked, Principal):
+        return checked
+    credentials = cache.get(checked)
+    if credentials is None:
+        read_at = cache.now()
+        credentials = await hot_db.run(lambda c: credentials_by_token_hash(c, checked))
+        if credentials is not None:
+            cache.put(checked, credentials, read_at=read_at)
+    principal = check_agent_token(credentials, checked, utcnow())
+    assert credentials is not None
+    if _ends_overlap(credentials, checked):
+        agent_id = credentials.agent_id
+        await hot_db.run(lambda c: end_rotation_overlap(c, agent_id, checked))
+        cache.forget_agent(agent_id)
+    return principal
 
 
 def create_enrollment_token(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from agents.knobs import Engine
@@ -104,6 +104,7 @@ def confirm(
 
 @router.post("/{version_id}/{action}")
 def act(
+    request: Request,
     session: SessionDep,
     _admin: AdminDep,
     form: CheckedFormDep,
@@ -127,4 +128,6 @@ def act(
             )
     except PooltuneError as exc:
         raise ConsolePageError(exc.status_code, f"Not {action}d", str(exc.detail)) from exc
+    # This replica serves the change at once, the others within promotion_check_s.
+    request.app.state.predictor_cache.forget_pointers()
     return RedirectResponse(f"/console/models/{version_id}", status_code=303)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agents.wire import ENGINE_VERSION_MAX_LENGTH, HOSTNAME_MAX_LENGTH
@@ -14,7 +14,12 @@ class Host(Base):
     """A database host an agent tunes; one row per (hostname, engine)."""
 
     __tablename__ = "hosts"
-    __table_args__ = (UniqueConstraint("hostname", "engine"),)
+    __table_args__ = (
+        UniqueConstraint("hostname", "engine"),
+        # Migration 0005: the engine filter newest first; report retention's "still named".
+        Index("ix_hosts_engine_id", "engine", "id"),
+        Index("ix_hosts_last_report_id", "last_report_id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     hostname: Mapped[str] = mapped_column(String(HOSTNAME_MAX_LENGTH))

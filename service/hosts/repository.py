@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Update, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.db import insert_ignoring_conflict, utcnow
@@ -43,37 +42,6 @@ class HostRepository:
         )
         return new_id
 
-    def record_if_newest(
-        self, host_id: int, *, report_id: int, finished_at: datetime, values: dict[str, Any]
-    ) -> bool:
-        """Set ``values`` and the last report, only if this report is the newest of the host.
-
-        Newest: the latest ``finished_at``, ties going to the higher report id (the order
-        of ``latest_for_host``). One conditional UPDATE: PostgreSQL re-checks the condition
-        on the row after waiting for a concurrent writer, so the newest report wins whatever
-        the order of arrival. True if this report's values were written.
-        """
-        newer = or_(
-            Host.last_report_at.is_(None),
-            Host.last_report_at < finished_at,
-            and_(
-                Host.last_report_at == finished_at,
-                or_(Host.last_report_id.is_(None), Host.last_report_id < report_id),
-            ),
-        )
-        result = self.session.execute(
-            update(Host)
-            .where(Host.id == host_id, newer)
-            .values(
-                **values,
-                last_report_id=report_id,
-                last_report_at=finished_at,
-                updated_at=utcnow(),
-            )
-            .execution_options(synchronize_session=False)
-        )
-        return bool(getattr(result, "rowcount", 0))
-
     def paginate(
         self, *, engine: str | None, limit: int, offset: int
     ) -> tuple[Sequence[Host], int]:
@@ -83,3 +51,41 @@ class HostRepository:
         total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
         items = self.session.scalars(query.order_by(Host.id.desc()).limit(limit).offset(offset))
         return items.all(), total
+
+
+def record_if_newest_statement(
+    host_id: Any,
+    *,
+    report_id: Any,
+    finished_at: Any,
+    values: dict[str, Any],
+    updated_at: Any = None,
+) -> Update:
+    """``UPDATE hosts`` with ``values`` and the last report, only if this report is the
+    newest of the host.
+
+    Newest: the latest ``finished_at``, ties going to the higher report id (the order of
+    ``latest_for_host``). One conditional UPDATE: PostgreSQL re-checks the condition on the
+    row after waiting for a concurrent writer, so the newest report wins whatever the order
+    of arrival. Any argument may be a SQL expression (a bound parameter, or for
+    ``report_id`` the id an INSERT in the same statement returns).
+    """
+    newer = or_(
+        Host.last_report_at.is_(None),
+        Host.last_report_at < finished_at,
+        and_(
+            Host.last_report_at == finished_at,
+            or_(Host.last_report_id.is_(None), Host.last_report_id < report_id),
+        ),
+    )
+    return (
+        update(Host)
+        .where(Host.id == host_id, newer)
+        .values(
+            **values,
+            last_report_id=report_id,
+            last_report_at=finished_at,
+            updated_at=utcnow() if updated_at is None else updated_at,
+        )
+        .execution_options(synchronize_session=False)
+    )

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from agents.wire import HostFacts, KnobTuple
+from agents.wire import HostFacts
 from service.errors import ForbiddenError, NotFoundError
 from service.hosts.models import Host
 from service.hosts.repository import HostRepository
@@ -57,45 +56,20 @@ def get_host(session: Session, host_id: int) -> Host:
 def require_own_host(session: Session, host_id: int, facts: HostFacts) -> Host:
     """The agent's host, if ``facts`` name it; 403 otherwise (an agent speaks for its host)."""
     host = get_host(session, host_id)
-    if (facts.hostname, facts.engine.value) != (host.hostname, host.engine):
+    check_own_host(host.hostname, host.engine, facts)
+    return host
+
+
+def check_own_host(hostname: str, engine: str, facts: HostFacts) -> None:
+    """403 unless ``facts`` name the agent's host (its hostname and engine as enrolled)."""
+    if (facts.hostname, facts.engine.value) != (hostname, engine):
         raise ForbiddenError(
-            f"this agent speaks for {host.hostname} ({host.engine}), not for "
+            f"this agent speaks for {hostname} ({engine}), not for "
             f"{facts.hostname} ({facts.engine.value})"
         )
-    return host
 
 
 def list_hosts(
     session: Session, *, engine: str | None, limit: int, offset: int
 ) -> tuple[Sequence[Host], int]:
     return HostRepository(session).paginate(engine=engine, limit=limit, offset=offset)
-
-
-def record_report(
-    session: Session,
-    host: Host,
-    *,
-    report_id: int,
-    facts: HostFacts,
-    optimal_tuple: KnobTuple,
-    finished_at: datetime,
-) -> bool:
-    """Make the newest report's optimum and facts the host's (newest by climb end time).
-
-    Decided inside the database (a conditional UPDATE), so concurrent reports for one host
-    leave the newest report's state whatever their order of arrival. Facts (version, CPUs,
-    memory) follow the same rule: an older report never rolls them back.
-    """
-    written = HostRepository(session).record_if_newest(
-        host.id,
-        report_id=report_id,
-        finished_at=finished_at,
-        values={
-            "current_tuple": dict(optimal_tuple.values),
-            "engine_version": facts.engine_version,
-            "cpu_count": facts.cpu_count,
-            "memory_bytes": facts.memory_bytes,
-        },
-    )
-    session.expire(host)
-    return written

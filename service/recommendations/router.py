@@ -3,9 +3,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from agents.wire import RecommendationRequest, RecommendationResponse
-from service.auth.dependencies import AnyAuth
-from service.db import SessionDep
+from service.auth.dependencies import HotAnyAuth
+from service.config import Settings
 from service.errors import error_responses
+from service.hot_db import HotDBDep
 from service.json_body import StrictJSONRoute
 from service.observability import Metrics
 from service.recommendations import service
@@ -47,16 +48,22 @@ REQUEST_EXAMPLE = {
     "connection count when no model is promoted or the model fails; `source` and "
     "`model_version` say which. Every answer is logged for later evaluation. An agent asks "
     "for its own host only (`host.hostname` and `host.engine` as enrolled; 403 otherwise); "
-    "the admin may ask for any host.",
+    "the admin may ask for any host. The answer is given once its log row is committed "
+    '(docs/service.md, "Scale").',
     responses=error_responses(401, 403, 413, 422),
     openapi_extra={"requestBody": {"content": {"application/json": {"example": REQUEST_EXAMPLE}}}},
 )
-def recommend(
-    request: Request, session: SessionDep, principal: AnyAuth, body: RecommendationRequest
+async def recommend(
+    request: Request, hot_db: HotDBDep, principal: HotAnyAuth, body: RecommendationRequest
 ) -> RecommendationResponse:
     cache: PredictorCache = request.app.state.predictor_cache
-    outcome = service.recommend(
-        session, body, cache=cache, host_id=principal.host_id, agent_id=principal.agent_id
+    settings: Settings = request.app.state.settings
+    outcome = await service.recommend_hot(
+        hot_db,
+        body,
+        cache=cache,
+        principal=principal,
+        promotion_check_s=settings.promotion_check_s,
     )
     metrics: Metrics = request.app.state.metrics
     engine = body.host.engine.value

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
+from sqlalchemy import Table, insert
 from sqlalchemy.orm import Session
 
 from agents.heuristic import heuristic_prediction
@@ -20,8 +21,10 @@ from agents.wire import (
     RecommendationResponse,
     Source,
 )
+from service.auth.service import Principal
 from service.db import utcnow
 from service.hosts import service as host_service
+from service.hot_db import HotDB
 from service.recommendations.models import RecommendationLog
 from service.recommendations.predictor import (
     GainEstimate,
@@ -31,11 +34,13 @@ from service.recommendations.predictor import (
     RecommendingPredictor,
 )
 from service.recommendations.predictor_cache import (
+    UNREAD,
+    LoadedPredictor,
     PredictorCache,
     PredictorLoadError,
     PromotedPointer,
 )
-from service.recommendations.repository import RecommendationLogRepository
+from service.registry.repository import RegistryRepository
 
 logger = logging.getLogger(__name__)
 
@@ -140,38 +145,31 @@ def _response(
     )
 
 
-def recommend(
-    session: Session,
+def answer(
     request: RecommendationRequest,
-    *,
-    cache: PredictorCache,
-    host_id: int | None,
-    agent_id: int | None,
+    pointer: PromotedPointer | None,
+    loaded: LoadedPredictor | PredictorLoadError | None,
 ) -> RecommendationOutcome:
-    """Answer from the engine's promoted model, or from the heuristic; log the answer.
-
-    An agent (``host_id`` given) asks for its own host only; the admin for any.
-    """
-    if host_id is not None:
-        host_service.require_own_host(session, host_id, request.host)
+    """The answer to ``request``: from ``loaded`` (the promoted model, or why it did not
+    load), else from the heuristic. No database: the hot path runs this as is."""
     engine = request.host.engine.value
     heuristic = heuristic_prediction(request.host, request.profile)
-    pointer = cache.promoted_pointer(session, engine)
     fallback_reason: str | None = None
     response: RecommendationResponse | None = None
-    if pointer is not None:
+    if pointer is not None and loaded is not None:
         try:
-            loaded = cache.get(session, engine, pointer)
-            answer = _model_answer(loaded.predictor, request)
-            prediction = (answer.values, answer.ranges)
+            if isinstance(loaded, PredictorLoadError):
+                raise loaded
+            model_answer = _model_answer(loaded.predictor, request)
+            prediction = (model_answer.values, model_answer.ranges)
             served = _sanitize(request, prediction, heuristic)
             response = _response(
                 request,
                 served,
                 source=Source.MODEL,
                 model_version=pointer.label,
-                answer=answer,
-                predicted_gain=_predicted_gain(answer, served),
+                answer=model_answer,
+                predicted_gain=_predicted_gain(model_answer, served),
             )
         except PredictorLoadError as exc:
             fallback_reason = f"load: {exc}"
@@ -189,31 +187,116 @@ def recommend(
             )
     if response is None:
         response = _response(request, heuristic, source=Source.HEURISTIC, model_version=None)
-    log = RecommendationLogRepository(session)
-    log.relax_durability()
-    log.add(
-        RecommendationLog(
-            created_at=utcnow(),
-            engine=engine,
-            host_id=host_id,
-            agent_id=agent_id,
-            source=response.source.value,
-            model_version_id=pointer.version_id
-            if response.source == Source.MODEL and pointer
-            else None,
-            model_version=response.model_version,
-            host_facts=request.host.model_dump(mode="json"),
-            profile=request.profile.model_dump(mode="json"),
-            start_tuple=dict(response.start_tuple.values),
-            ranges={name: [r.low, r.high] for name, r in response.ranges.items()},
-            predicted_gain=gain.estimate if (gain := response.predicted_gain) else None,
-            predicted_gain_low=gain.low if gain else None,
-            predicted_gain_high=gain.high if gain else None,
-            fallback_reason=fallback_reason,
-        )
-    )
     return RecommendationOutcome(
         response=response,
         pointer=pointer if response.source == Source.MODEL else None,
         fallback_reason=fallback_reason,
     )
+
+
+def log_row(
+    request: RecommendationRequest,
+    outcome: RecommendationOutcome,
+    *,
+    host_id: int | None,
+    agent_id: int | None,
+) -> dict[str, Any]:
+    """The ``recommendation_log`` row of an answer (the trainer evaluates from these)."""
+    response = outcome.response
+    gain = response.predicted_gain
+    return {
+        "created_at": utcnow(),
+        "engine": request.host.engine.value,
+        "host_id": host_id,
+        "agent_id": agent_id,
+        "source": response.source.value,
+        "model_version_id": outcome.pointer.version_id if outcome.pointer else None,
+        "model_version": response.model_version,
+        "host_facts": request.host.model_dump(mode="json"),
+        "profile": request.profile.model_dump(mode="json"),
+        "start_tuple": dict(response.start_tuple.values),
+        "ranges": {name: [r.low, r.high] for name, r in response.ranges.items()},
+        "predicted_gain": gain.estimate if gain else None,
+        "predicted_gain_low": gain.low if gain else None,
+        "predicted_gain_high": gain.high if gain else None,
+        "fallback_reason": outcome.fallback_reason,
+    }
+
+
+def _loaded(
+    session: Session, cache: PredictorCache, engine: str, pointer: PromotedPointer | None
+) -> LoadedPredictor | PredictorLoadError | None:
+    if pointer is None:
+        return None
+    try:
+        return cache.get(session, engine, pointer)
+    except PredictorLoadError as exc:
+        return exc
+
+
+def recommend(
+    session: Session,
+    request: RecommendationRequest,
+    *,
+    cache: PredictorCache,
+    host_id: int | None,
+    agent_id: int | None,
+) -> RecommendationOutcome:
+    """Answer from the engine's promoted model, or from the heuristic; log the answer (in
+    the session's transaction). The hot route uses :func:`recommend_hot`.
+
+    An agent (``host_id`` given) asks for its own host only; the admin for any.
+    """
+    if host_id is not None:
+        host_service.require_own_host(session, host_id, request.host)
+    engine = request.host.engine.value
+    pointer = cache.promoted_pointer(session, engine)
+    outcome = answer(request, pointer, _loaded(session, cache, engine, pointer))
+    session.execute(
+        insert(RecommendationLog), [log_row(request, outcome, host_id=host_id, agent_id=agent_id)]
+    )
+    return outcome
+
+
+async def recommend_hot(
+    hot_db: HotDB,
+    request: RecommendationRequest,
+    *,
+    cache: PredictorCache,
+    principal: Principal,
+    promotion_check_s: float,
+) -> RecommendationOutcome:
+    """:func:`recommend` for the hot route: the host check against the token's host, the
+    promoted version as read at most ``promotion_check_s`` ago, the model preloaded (read
+    from the database only when the promoted version changes), and the log row batched —
+    usually one round trip shared with other requests, none of its own."""
+    if principal.hostname is not None and principal.engine is not None:
+        host_service.check_own_host(principal.hostname, principal.engine, request.host)
+    engine = request.host.engine.value
+    pointer = cache.recent_pointer(engine, max_age_s=promotion_check_s)
+    if pointer is UNREAD:
+        read_at = cache.now()
+        pointer = await hot_db.run(lambda c: cache.promoted_pointer(Session(bind=c), engine))
+        cache.remember_pointer(engine, pointer, read_at=read_at)
+    loaded: LoadedPredictor | PredictorLoadError | None
+    try:
+        loaded = cache.peek(engine, pointer)
+    except PredictorLoadError as exc:
+        loaded = exc
+    if loaded is None and pointer is not None:
+
+        async def read_artifact(version_id: int) -> bytes | None:
+            return await hot_db.run(
+                lambda c: RegistryRepository(Session(bind=c)).artifact(version_id)
+            )
+
+        try:
+            loaded = await cache.get_async(engine, pointer, read_artifact)
+        except PredictorLoadError as exc:
+            loaded = exc
+    outcome = answer(request, pointer, loaded)
+    await hot_db.append(
+        cast(Table, RecommendationLog.__table__),
+        log_row(request, outcome, host_id=principal.host_id, agent_id=principal.agent_id),
+    )
+    return outcome

@@ -25,7 +25,10 @@ class ModelVersion(Base):
     """A trained model's artifact and what is known about it; at most one promoted per engine."""
 
     __tablename__ = "model_versions"
-    __table_args__ = (UniqueConstraint("engine", "name", "version"),)
+    __table_args__ = (
+        UniqueConstraint("engine", "name", "version"),
+        Index("ix_model_versions_name", "name"),  # ?name= without an engine (0005)
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     engine: Mapped[str] = mapped_column(String(32))

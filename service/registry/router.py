@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Request
 
 from agents.knobs import Engine
 from agents.wire import INT32_MAX, Text
@@ -84,6 +84,7 @@ def get_version(
     responses=error_responses(401, 403, 404, 409, 413, 422),
 )
 def promote_version(
+    http_request: Request,
     session: SessionDep,
     _admin: AdminAuth,
     version_id: VersionId,
@@ -91,6 +92,7 @@ def promote_version(
 ) -> ModelVersionDetail:
     request = body or PromoteRequest()
     service.promote_version(session, version_id, reason=request.reason, forced=request.forced)
+    _promotion_changed(http_request)
     return _detail(session, version_id)
 
 
@@ -103,6 +105,7 @@ def promote_version(
     responses=error_responses(401, 403, 404, 409, 413, 422),
 )
 def demote_version(
+    http_request: Request,
     session: SessionDep,
     _admin: AdminAuth,
     version_id: VersionId,
@@ -110,4 +113,11 @@ def demote_version(
 ) -> ModelVersionDetail:
     request = body or DemoteRequest()
     service.demote_version(session, version_id, reason=request.reason)
+    _promotion_changed(http_request)
     return _detail(session, version_id)
+
+
+def _promotion_changed(request: Request) -> None:
+    """This replica reads the promoted versions again at its next recommendation; the
+    others within ``promotion_check_s``."""
+    request.app.state.predictor_cache.forget_pointers()

@@ -23,7 +23,14 @@ class Report(Base):
     """One climb report. The idempotency key is unique: a retried upload stores nothing new."""
 
     __tablename__ = "reports"
-    __table_args__ = (Index("ix_reports_host_id_received_at", "host_id", "received_at"),)
+    __table_args__ = (
+        Index("ix_reports_host_id_received_at", "host_id", "received_at"),
+        # Migration 0005: the list and filter routes, newest first (docs/service.md).
+        Index("ix_reports_host_id_id", "host_id", "id"),
+        Index("ix_reports_engine_id", "engine", "id"),
+        Index("ix_reports_finished_at", "finished_at"),
+        Index("ix_reports_host_id_finished_at_id", "host_id", "finished_at", "id"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     idempotency_key: Mapped[str] = mapped_column(String(IDEMPOTENCY_KEY_MAX_LENGTH), unique=True)

@@ -6,9 +6,10 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 
 from agents.knobs import Engine
 from agents.wire import INT32_MAX, INT64_MAX, ClimbReport, UtcDatetime
-from service.auth.dependencies import AdminAuth, AgentAuth
+from service.auth.dependencies import AdminAuth, HotAgentAuth
 from service.db import SessionDep
 from service.errors import error_responses
+from service.hot_db import HotDBDep
 from service.json_body import StrictJSONRoute
 from service.observability import Metrics
 from service.pagination import Page, PageDep
@@ -74,22 +75,19 @@ REPORT_EXAMPLE: dict[str, Any] = {
     },
     openapi_extra={"requestBody": {"content": {"application/json": {"example": REPORT_EXAMPLE}}}},
 )
-def upload_report(
+async def upload_report(
     request: Request,
     response: Response,
-    session: SessionDep,
-    agent: AgentAuth,
+    hot_db: HotDBDep,
+    agent: HotAgentAuth,
     report: ClimbReport,
 ) -> ReportSummary:
-    assert agent.agent_id is not None and agent.host_id is not None
-    result = service.ingest_report(
-        session, report, agent_id=agent.agent_id, agent_host_id=agent.host_id
-    )
+    result = await service.ingest_report_hot(hot_db, report, principal=agent)
     metrics: Metrics = request.app.state.metrics
     metrics.reports_ingested.labels("created" if result.created else "duplicate").inc()
     if not result.created:
         response.status_code = status.HTTP_200_OK
-    return service.summarize(result.report)
+    return service.summarize(result.row)
 
 
 @router.get(

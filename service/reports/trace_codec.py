@@ -12,6 +12,8 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from agents.wire import TraceSample
 
 FORMAT = b"ptz1"
@@ -40,10 +42,15 @@ def decode_samples(blob: bytes) -> list[dict[str, Any]]:
     return samples
 
 
+#: Dumps a whole trace in one call (a per-sample model_dump costs ~5 µs each on ingest).
+_TRACE = TypeAdapter(list[TraceSample])
+
+
 def encode_trace(trace: Sequence[TraceSample]) -> bytes:
-    return encode_samples(
-        [sample.model_dump(mode="json", exclude_defaults=True) for sample in trace]
+    samples: list[dict[str, Any]] = _TRACE.dump_python(
+        list(trace), mode="json", exclude_defaults=True
     )
+    return encode_samples(samples)
 
 
 def decode_trace(blob: bytes) -> list[TraceSample]:
