@@ -45,6 +45,12 @@ class Prober(Protocol):
         """Re-test ``after`` against ``before`` on fresh samples (A/B/A)."""
         ...
 
+    def retest(
+        self, before: dict[str, int], after: dict[str, int], *, rules: Rules
+    ) -> Generator[Request, None, Comparison]:
+        """``after`` against ``before`` on fresh samples only (A/B/A/B)."""
+        ...
+
     def gain(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         """The measured log gain of ``knobs`` over ``reference``."""
         ...

@@ -66,6 +66,8 @@ class Search:
         self._aborted = False
         #: Tuples whose probe collapsed once (a second collapse makes them lose).
         self._collapsed: set[tuple[tuple[str, int], ...]] = set()
+        #: The step the climb began at (the economy walk must end in time to settle).
+        self._began = evidence.now
         self._program = self._climb(cold=cold)
 
     def next_request(self) -> Request | None:
@@ -175,6 +177,9 @@ class Search:
             floor=floor,
             cpu_count=self._cpu_count,
             tolerance=tolerance,
+            tie_z=cfg.tie_z,
+            clock=lambda: self._evidence.now,
+            climb_began=self._began,
         )
         # Bisect down to the nearest size known to lose (a whole step if none is known).
         yield from walk.run(min(1.0, (center - floor) / 2.0))
@@ -264,6 +269,30 @@ class Search:
                 return False
             yield (dict(after), cfg.visit_samples)
             yield (dict(before), cfg.visit_samples)
+
+    def retest(
+        self, before: dict[str, int], after: dict[str, int], *, rules: Rules
+    ) -> Generator[Request, None, Comparison]:
+        """``after`` against ``before`` on fresh samples only, A/B/A/B, until the test tells
+        or ``rules.max_samples`` of ``after`` force a verdict: the earlier samples chose
+        ``after`` and are biased in its favour (the winner's curse)."""
+        cfg = self._config
+        visit = rules.visit_samples or cfg.visit_samples
+        cap = rules.max_samples or cfg.max_samples
+        since = self._evidence.now
+        for knobs in (before, after, before):
+            yield (dict(knobs), visit)
+        while True:
+            comparison = self._evidence.compare(
+                self._evidence.readings(before, since=since),
+                self._evidence.readings(after, since=since),
+                final=len(self._evidence.since(after, since)) >= cap,
+                rules=rules,
+            )
+            if comparison.verdict is not Verdict.UNSURE:
+                return comparison
+            yield (dict(after), visit)
+            yield (dict(before), visit)
 
     def _size_ceiling(self, dim: KnobDim) -> int:
         """More groups than connections cannot help; connections land in groups by their id

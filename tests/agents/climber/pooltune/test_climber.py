@@ -342,11 +342,12 @@ def test_a_server_using_less_than_a_core_may_still_be_probed_at_one_group() -> N
     assert min(sizes) == 1
 
 
-def test_a_smaller_pool_is_taken_only_on_a_tie_it_has_shown() -> None:
+def test_a_smaller_pool_is_taken_on_a_shown_tie_and_a_fresh_retest() -> None:
     """Thread economy walks down a plateau judging every smaller pool against the best
     size: it is taken only if its loss stays inside the tolerance by ``tie_z`` standard
-    errors. A tie the noise merely fails to rule out (``tie_z`` 0) ends below 95% of the
-    peak far more often on a gentle knee."""
+    errors, and the smallest one taken must tie again on fresh samples (the walk keeps the
+    probe that measured luckiest). The re-test keeps even a walk on unshown ties (``tie_z``
+    0) above 95% of the peak on a gentle knee; the z buys the rest of the quality."""
     curve = KneeCurve(rate=1000, knee_size=10, sharpness=3.0, connections=1000, cores=4)
 
     def finals(**config: float) -> np.ndarray:
@@ -365,6 +366,7 @@ def test_a_smaller_pool_is_taken_only_on_a_tie_it_has_shown() -> None:
         return np.asarray(shares)
 
     shown, unshown = finals(), finals(tie_z=0.0)
-    # Measured: 1 and 7 of 20 below 95% of the peak; mean 0.994 and 0.965.
-    assert np.sum(shown < 0.95) <= 2 < np.sum(unshown < 0.95)
-    assert shown.mean() > unshown.mean() + 0.01
+    # Measured: 0 and 0 of 20 below 95% of the peak; mean 0.995 and 0.985 (before the
+    # re-test: 1 and 7 of 20, mean 0.994 and 0.965).
+    assert np.sum(shown < 0.95) <= 1 and np.sum(unshown < 0.95) <= 2
+    assert shown.mean() > unshown.mean() + 0.005
