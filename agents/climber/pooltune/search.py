@@ -246,9 +246,12 @@ class Search:
         GUARD event says when it does not)."""
         cfg = self._config
         since = self._evidence.now
-        for knobs in (before, after, before):
-            yield (dict(knobs), cfg.visit_samples)
+        yield from self._witness(before, cfg.visit_samples)
+        yield (dict(after), cfg.visit_samples)
+        yield from self._witness(before, cfg.visit_samples)
         while True:
+            if self.changed is not None:
+                return False
             comparison = self._evidence.compare(
                 self._evidence.readings(before, since=since),
                 self._evidence.readings(after, since=since),
@@ -268,7 +271,17 @@ class Search:
                 )
                 return False
             yield (dict(after), cfg.visit_samples)
-            yield (dict(before), cfg.visit_samples)
+            yield from self._witness(before, cfg.visit_samples)
+
+    def _witness(self, reference: dict[str, int], samples: int) -> Program:
+        """Measure the re-test's reference: each of its visits is also a witness of a
+        workload change, as between probes (a re-test runs long enough for one). On a
+        server seen to stall, a visit that moved is first measured longer (two stalls in
+        a short visit look like a move)."""
+        yield (dict(reference), samples)
+        if self._evidence.moved(reference) is not None and self._evidence.stalls_seen():
+            yield (dict(reference), samples)
+        self._note_move(reference)
 
     def retest(
         self, before: dict[str, int], after: dict[str, int], *, rules: Rules
@@ -280,9 +293,12 @@ class Search:
         visit = rules.visit_samples or cfg.visit_samples
         cap = rules.max_samples or cfg.max_samples
         since = self._evidence.now
-        for knobs in (before, after, before):
-            yield (dict(knobs), visit)
+        yield from self._witness(before, visit)
+        yield (dict(after), visit)
+        yield from self._witness(before, visit)
         while True:
+            if self.changed is not None:
+                return Comparison(Verdict.UNSURE)
             comparison = self._evidence.compare(
                 self._evidence.readings(before, since=since),
                 self._evidence.readings(after, since=since),
@@ -292,7 +308,7 @@ class Search:
             if comparison.verdict is not Verdict.UNSURE:
                 return comparison
             yield (dict(after), visit)
-            yield (dict(before), visit)
+            yield from self._witness(before, visit)
 
     def _size_ceiling(self, dim: KnobDim) -> int:
         """More groups than connections cannot help; connections land in groups by their id

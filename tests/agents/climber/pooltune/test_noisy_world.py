@@ -201,3 +201,45 @@ def test_a_collapse_past_the_optimum_is_left_after_one_sample() -> None:
             streak = streak + 1 if size > curve.edge else 0
             longest = max(longest, streak)
         assert longest <= 2
+
+
+def switch_during_tuple_search(
+    climber: PooltuneClimber, second: UslCurve, switched: list[int], *, after: int
+) -> object:
+    """A hook that switches the server to ``second`` once the climber has spent ``after``
+    samples searching the other knobs (``switched`` gets the index)."""
+    searching_tuple: list[int] = []
+
+    def switch(index: int, server: object) -> None:
+        if climber.state == "search-tuple":
+            searching_tuple.append(index)
+        if not switched and len(searching_tuple) == after:
+            server.switch_workload(second)  # type: ignore[attr-defined]
+            switched.append(index)
+
+    return switch
+
+
+def test_a_workload_change_during_a_secondary_knobs_retest_restarts_the_climb() -> None:
+    """The workload changes (5× the throughput, the best size from 6 to 22) while the other
+    knobs are searched: their re-tests alternate with the tuple in force, whose visits are
+    witnesses of the change as between probes, so the climb starts again instead of
+    measuring the knob on the new load and holding the old size."""
+    first = UslCurve.with_peak_at(6, connections=1000, cores=8)
+    second = UslCurve.with_peak_at(22, rate=5000.0, connections=1000, cores=8)
+    for seed in range(4):
+        climber = pooltune(8, KnobSpace.from_engine("mariadb", 8))
+        switched: list[int] = []
+        run = drive(
+            climber,
+            first,
+            start={SIZE: 1},
+            samples=250,
+            noise=NoiseConfig(cv=0.05),
+            seed=seed,
+            hook=switch_during_tuple_search(climber, second, switched, after=8),  # type: ignore[arg-type]
+        )
+        assert switched, seed
+        changes = [e.step for e in climber.events if e.kind is EventKind.WORKLOAD_CHANGE]
+        assert any(switched[0] < step <= switched[0] + 40 for step in changes), (seed, changes)
+        assert np.mean(run.expected[-60:]) >= 0.9 * second.peak(), seed
