@@ -244,11 +244,7 @@ class LineSearch:
         grown = min(h * cfg.expand, cfg.max_step)
         if self._climbed and not self._rules.stay:
             here, gain, units = self._climbed[-1]
-            elasticity = gain / (units * math.log(2.0))
-            if elasticity < 0.4:
-                grown = min(grown, 0.5)
-            elif elasticity < 0.8:
-                grown = min(grown, 1.0)
+            grown = min(grown, elastic_step(gain, units, cfg))
         return self._bounded(grown, direction)
 
     def _step_from(self, base: Mapping[str, int], side: int, h: float) -> dict[str, int]:
@@ -343,3 +339,37 @@ class LineSearch:
         ):
             return None
         return probe
+
+
+def elastic_step(gain: float, units: float, config: PooltuneConfig) -> float:
+    """The largest step (log2) towards the peak after a rise of ``gain`` (log) over ``units``
+    (log2): on the universal scalability law an elasticity d ln X / d ln N ≥ 0.8 puts the
+    peak ≥ 3× away (×4), ≥ 0.4 ≥ 1.5× away (×2), below that it is near (×1.41)."""
+    elasticity = gain / (max(units, 1e-9) * math.log(2.0))
+    if elasticity < 0.4:
+        return 0.5
+    return 1.0 if elasticity < 0.8 else config.max_step
+
+
+def peak_distance(gain: float, units: float) -> float:
+    """How far (log2) above a size the peak lies, if the curve rose by ``gain`` (log) over
+    the ``units`` (log2) below it, on the universal scalability law without serial part
+    (X ∝ r/(1 + r²), r = N/N*; a serial part only brings the peak nearer): the r whose
+    secant over the same span rose as much, found by bisection; 0 if none did."""
+
+    def rise(r: float) -> float:
+        below = r * 2.0**-units
+        return math.log(r / (1.0 + r * r)) - math.log(below / (1.0 + below * below))
+
+    if units <= 0 or gain <= rise(1.0):
+        return 0.0
+    low, high = 1e-3, 1.0  # rise() falls as r grows
+    if gain >= rise(low):
+        return -math.log2(low)
+    for _ in range(40):
+        middle = 0.5 * (low + high)
+        if rise(middle) > gain:
+            low = middle
+        else:
+            high = middle
+    return -math.log2(0.5 * (low + high))

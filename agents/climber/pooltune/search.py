@@ -19,7 +19,7 @@ from agents.climber.base import EventKind, KnobDim, KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, economy_rules, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
-from agents.climber.pooltune.line_search import LineSearch, Program, Request
+from agents.climber.pooltune.line_search import LineSearch, Program, Request, peak_distance
 
 
 class Search:
@@ -212,6 +212,14 @@ class Search:
             return
         if verdict is Verdict.WORSE and not forced:
             line.worse.append(dim.to_unit(smaller[dim.name]))
+            # A curve that falls this steeply below the start puts the peak this far
+            # above it: beyond the range, the evidence contradicts the range, and the
+            # first step up follows the slope instead.
+            units = dim.to_unit(start) - dim.to_unit(smaller[dim.name])
+            distance = peak_distance(self.gain(self.top, smaller), units)
+            high = self._range.get(dim.name, (start, start))[1]
+            if distance > dim.to_unit(max(high, 1)) - dim.to_unit(start):
+                step = max(step, min(self._config.max_step, distance))
         line.low_bound = dim.to_unit(smaller[dim.name])
         yield from line.run(step, 1)
 

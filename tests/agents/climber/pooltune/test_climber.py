@@ -3,6 +3,7 @@ detection, drift tolerance, warm start, tuple climbing, manual changes, suspensi
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import replace
@@ -370,3 +371,21 @@ def test_a_smaller_pool_is_taken_on_a_shown_tie_and_a_fresh_retest() -> None:
     # re-test: 1 and 7 of 20, mean 0.994 and 0.965).
     assert np.sum(shown < 0.95) <= 1 and np.sum(unshown < 0.95) <= 2
     assert shown.mean() > unshown.mean() + 0.005
+
+
+def test_peak_distance_reads_the_scalability_law_from_a_rise_below() -> None:
+    """The rise from size 1 to 2 tells how far up the peak lies: about right on the law
+    without a serial part (its N(N − 1) term, read as N², overshoots by at most ×1.41, which
+    costs a few percent at the peak), and nearer with one (the step stays short of it)."""
+    from agents.climber.pooltune.line_search import peak_distance
+
+    for peak_at in (2.0, 4.0, 10.0, 40.0):
+        for serial in (0.0, 0.05):
+            curve = UslCurve.with_peak_at(peak_at, serial_fraction=serial, connections=1000)
+            gain = math.log(curve.expected({SIZE: 2})[0] / curve.expected({SIZE: 1})[0])
+            distance = peak_distance(gain, 1.0)
+            true = max(math.log2(optimum_size(curve) / 2.0), 0.0)
+            assert distance <= true + 0.5, (peak_at, serial, distance, true)
+            if serial == 0.0:
+                assert distance >= true - 0.35, (peak_at, distance, true)
+    assert peak_distance(0.0, 1.0) == 0.0
