@@ -70,8 +70,9 @@ class EconomyWalk:
             verdict, forced = yield from self._prober.probe(
                 probe, rules=self._rules(probe), reference=self.best
             )
-            if verdict is Verdict.BETTER and not forced:
-                verdict = yield from self._gain_below(probe)
+            if verdict is Verdict.BETTER:
+                # A gain the sample cap forced is a tie; a shown one is re-tested.
+                verdict = Verdict.EQUAL if forced else (yield from self._gain_below(probe))
             if verdict is Verdict.BETTER:
                 # The best lies lower than the line search saw: it is the new reference.
                 self.best = self.chosen = dict(probe)
