@@ -26,7 +26,7 @@ class PooltuneConfig:
     epsilon: float = 0.03
     #: Thread economy: a smaller pool ties with the best size if its loss, plus ``tie_z``
     #: standard errors (one-sided: the tie must be shown), stays inside this; the smallest
-    #: one taken must tie again on fresh samples (docs/climber.md, "Thread economy").
+    #: one taken is measured again on fresh samples (docs/climber.md, "Thread economy").
     economy_epsilon: float = 0.045
     tie_z: float = 0.75
     #: Showing a tie takes more samples than telling a clear gain: the most a probe of the
