@@ -36,7 +36,7 @@ class PooltuneConfig:
     #: The walk starts no probe after this many steps (samples), nor once the climb has
     #: run ``settle_steps``: economy is worth less than settling.
     economy_budget: int = 80
-    settle_steps: int = 175
+    settle_steps: int = 165
     #: Prior for the per-sample noise (coefficient of variation) and its weight in samples;
     #: the noise learnt in earlier climbs counts as at most ``noise_memory`` samples.
     prior_cv: float = 0.05

@@ -125,6 +125,13 @@ class LineSearch:
         h = yield from self._expand(direction, step)
         yield from self._refine(h / 2.0)
 
+    def after(self, earlier: LineSearch) -> LineSearch:
+        """This line, located again on the same curve after ``earlier``: what that one showed
+        (a plateau, sizes that lost) still bounds the economy walk."""
+        self.flat_votes += earlier.flat_votes
+        self.worse.extend(earlier.worse)
+        return self
+
     # ----------------------------------------------------------------- phases
     def _find_direction(self, step: float, first_side: int) -> Generator[Request, None, int]:
         """Probe one step to each side, ``first_side`` first: the side that improves, else 0

@@ -106,10 +106,27 @@ class Search:
             self.searching_size = True
             if moved:
                 line = yield from self._locate_size(2 * self._config.min_step)
+            elif (yield from self._gain_above()):
+                line = (yield from self._locate_size(2 * self._config.min_step)).after(line)
         # Thread economy last: it saves threads, the other knobs may gain throughput.
         yield from self._economy(line)
         if self.in_force != self.top:
             yield (dict(self.top), self._config.min_samples)
+
+    def _gain_above(self) -> Generator[Request, None, bool]:
+        """The other knobs took tens of samples: one look a step above the size (the
+        economy walk looks below) shows whether the best moved up meanwhile, which the
+        level of the tuple in force need not show (True: it did, and ``top`` is there)."""
+        dim = self._space.size
+        above = min(self._size_ceiling(dim), dim.from_unit(dim.to_unit(self.top[dim.name]) + 0.5))
+        if above <= self.top[dim.name]:
+            return False
+        probe = {**self.top, dim.name: above}
+        verdict, forced = yield from self.probe(probe, rules=Rules(gain_only=True))
+        if verdict is Verdict.BETTER and not forced:
+            self.top = probe
+            return True
+        return False
 
     def _initial_step(self, dim: KnobDim, value: int, *, cold: bool) -> float:
         """The first step (log2): large far above the cores, the plausible range's width
@@ -282,10 +299,8 @@ class Search:
             yield from self._witness(before, cfg.visit_samples)
 
     def _witness(self, reference: dict[str, int], samples: int) -> Program:
-        """Measure the re-test's reference: each of its visits is also a witness of a
-        workload change, as between probes (a re-test runs long enough for one). On a
-        server seen to stall, a visit that moved is first measured longer (two stalls in
-        a short visit look like a move)."""
+        """Measure the re-test's reference: a witness of a workload change, as between
+        probes; on a server seen to stall a visit that moved is measured longer first."""
         yield (dict(reference), samples)
         if self._evidence.moved(reference) is not None and self._evidence.stalls_seen():
             yield (dict(reference), samples)
