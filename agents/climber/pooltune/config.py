@@ -25,13 +25,18 @@ class PooltuneConfig:
     z: float = 2.0
     epsilon: float = 0.03
     #: Thread economy: a smaller pool ties with the best size if its loss, plus ``tie_z``
-    #: standard errors (one-sided: the tie must be shown), stays inside this.
+    #: standard errors (one-sided: the tie must be shown), stays inside this; the smallest
+    #: one taken is measured again on fresh samples (docs/climber.md, "Thread economy").
     economy_epsilon: float = 0.045
-    tie_z: float = 1.5
+    tie_z: float = 0.75
     #: Showing a tie takes more samples than telling a clear gain: the most a probe of the
     #: economy walk may take, and per visit.
     economy_samples: int = 20
     economy_visit_samples: int = 5
+    #: The walk starts no probe after this many steps (samples), nor once the climb has
+    #: run ``settle_steps``: economy is worth less than settling.
+    economy_budget: int = 80
+    settle_steps: int = 165
     #: Prior for the per-sample noise (coefficient of variation) and its weight in samples;
     #: the noise learnt in earlier climbs counts as at most ``noise_memory`` samples.
     prior_cv: float = 0.05
@@ -114,7 +119,7 @@ _NON_NEGATIVE = (
 ).split()
 _POSITIVE = (
     "min_samples prior_cv cusum_threshold min_change suspend_after recent_window fresh_steps "
-    "noise_window change_window confirm_samples"
+    "noise_window change_window confirm_samples economy_budget settle_steps"
 ).split()
 _FRACTIONS = "rollback_drop stall_level baseline_alpha hold_noise_alpha max_probe_loss".split()
 

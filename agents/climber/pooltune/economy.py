@@ -11,13 +11,13 @@ tie is a loss. Why: docs/climber.md ("Thread economy").
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import replace
 
 from agents.climber.base import KnobDim
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.evidence import Rules, Verdict
-from agents.climber.pooltune.line_search import Prober, Program
+from agents.climber.pooltune.line_search import Prober, Program, Request
 
 
 class EconomyWalk:
@@ -33,6 +33,9 @@ class EconomyWalk:
         floor: float,
         cpu_count: int,
         tolerance: float,
+        tie_z: float,
+        clock: Callable[[], int],
+        climb_began: int,
     ) -> None:
         self._prober = prober
         self._config = config
@@ -43,13 +46,22 @@ class EconomyWalk:
         self.floor = floor
         self._cpu_count = cpu_count
         self._tolerance = tolerance
+        self._tie_z = tie_z
+        #: The climber's step count: the walk spends at most ``economy_budget`` steps.
+        self._clock = clock
+        self._climb_began = climb_began
 
     def run(self, step: float) -> Program:
         """Bisect down from ``chosen``: a shown tie is chosen (and the step grows), a proven
         gain makes the probe the best, anything else bounds the walk (the floor)."""
         cfg = self._config
+        #: The sizes shown to tie, in the order the walk accepted them (largest first).
+        tied: list[dict[str, int]] = []
         h = step
-        while h >= cfg.min_step:
+        # Economy is worth little next to settling: on a noisy server the walk stops
+        # probing once its budget is spent and keeps the smallest tie shown so far.
+        deadline = min(self._clock() + cfg.economy_budget, self._climb_began + cfg.settle_steps)
+        while h >= cfg.min_step and self._clock() < deadline:
             h = min(h, self._prober.max_step(self.dim, -1))
             probe = self._below(self.chosen, h)
             if probe is None:
@@ -58,20 +70,60 @@ class EconomyWalk:
             verdict, forced = yield from self._prober.probe(
                 probe, rules=self._rules(probe), reference=self.best
             )
-            if verdict is Verdict.BETTER and not forced:
+            if verdict is Verdict.BETTER:
+                # A gain the sample cap forced is a tie; a shown one is re-tested.
+                verdict = Verdict.EQUAL if forced else (yield from self._gain_below(probe))
+            if verdict is Verdict.BETTER:
                 # The best lies lower than the line search saw: it is the new reference.
                 self.best = self.chosen = dict(probe)
                 self._prober.top = dict(probe)
+                tied.clear()
             elif verdict is Verdict.EQUAL:
                 self.chosen = dict(probe)
+                tied.append(dict(probe))
                 h = min(h * cfg.expand, cfg.max_step)
             else:
                 self.floor = self._coordinate(probe)
                 h /= 2.0
+        yield from self._retest(tied, deadline)
+
+    def _gain_below(self, probe: dict[str, int]) -> Generator[Request, None, Verdict]:
+        """A smaller pool measured better than the best: on a plateau under drift that is
+        often luck, and taking it as the new reference would let the next ties lose on top
+        of its hidden loss. The gain is re-tested on fresh samples; unconfirmed, it is a tie."""
+        comparison = yield from self._prober.retest(
+            self.best, probe, rules=Rules(stay=True, z=self._config.confirm_z)
+        )
+        return Verdict.BETTER if comparison.verdict is Verdict.BETTER else Verdict.EQUAL
+
+    def _retest(self, tied: list[dict[str, int]], deadline: int) -> Program:
+        """The walk keeps the smallest of the sizes it accepted, so the one whose samples
+        flattered it most is the likeliest kept (the winner's curse): it must show its tie
+        with the best again on fresh samples, else the walk backs off to the next larger
+        size it accepted."""
+        if not tied:
+            return
+        if self._clock() >= deadline:
+            # No time left to look again: the next larger size accepted is the safer bet.
+            tied.pop()
+            self.chosen = dict(tied[-1]) if tied else dict(self.best)
+            return
+        # A second look, so shorter than the first (one A/B/A/B), on unbiased samples: the
+        # loss measured must stay inside the tolerance (a tie shown again on ten samples
+        # would fail a true tie about half the time); the first look already asked fewer
+        # groups than cores to measure no lower.
+        visits = self._config.economy_visit_samples
+        rules = replace(
+            self._rules(self.chosen), max_samples=2 * visits, prove_tie=False, shown_tie_z=0.0
+        )
+        comparison = yield from self._prober.retest(self.best, self.chosen, rules=rules)
+        if comparison.verdict is Verdict.WORSE:
+            tied.pop()
+            self.chosen = dict(tied[-1]) if tied else dict(self.best)
 
     def _rules(self, probe: Mapping[str, int]) -> Rules:
         rules = economy_rules(self._config, probe, self.dim, self._cpu_count)
-        return replace(rules, loss_tolerance=self._tolerance)
+        return replace(rules, loss_tolerance=self._tolerance, shown_tie_z=self._tie_z)
 
     def _coordinate(self, knobs: Mapping[str, int]) -> float:
         return self.dim.to_unit(knobs[self.dim.name])

@@ -45,6 +45,12 @@ class Prober(Protocol):
         """Re-test ``after`` against ``before`` on fresh samples (A/B/A)."""
         ...
 
+    def retest(
+        self, before: dict[str, int], after: dict[str, int], *, rules: Rules
+    ) -> Generator[Request, None, Comparison]:
+        """``after`` against ``before`` on fresh samples only (A/B/A/B)."""
+        ...
+
     def gain(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         """The measured log gain of ``knobs`` over ``reference``."""
         ...
@@ -118,6 +124,13 @@ class LineSearch:
         """Continue along ``direction`` (a probe that way already improved) with ``step``."""
         h = yield from self._expand(direction, step)
         yield from self._refine(h / 2.0)
+
+    def after(self, earlier: LineSearch) -> LineSearch:
+        """This line, located again on the same curve after ``earlier``: what that one showed
+        (a plateau, sizes that lost) still bounds the economy walk."""
+        self.flat_votes += earlier.flat_votes
+        self.worse.extend(earlier.worse)
+        return self
 
     # ----------------------------------------------------------------- phases
     def _find_direction(self, step: float, first_side: int) -> Generator[Request, None, int]:
@@ -238,11 +251,7 @@ class LineSearch:
         grown = min(h * cfg.expand, cfg.max_step)
         if self._climbed and not self._rules.stay:
             here, gain, units = self._climbed[-1]
-            elasticity = gain / (units * math.log(2.0))
-            if elasticity < 0.4:
-                grown = min(grown, 0.5)
-            elif elasticity < 0.8:
-                grown = min(grown, 1.0)
+            grown = min(grown, elastic_step(gain, units, cfg))
         return self._bounded(grown, direction)
 
     def _step_from(self, base: Mapping[str, int], side: int, h: float) -> dict[str, int]:
@@ -337,3 +346,37 @@ class LineSearch:
         ):
             return None
         return probe
+
+
+def elastic_step(gain: float, units: float, config: PooltuneConfig) -> float:
+    """The largest step (log2) towards the peak after a rise of ``gain`` (log) over ``units``
+    (log2): on the universal scalability law an elasticity d ln X / d ln N ≥ 0.8 puts the
+    peak ≥ 3× away (×4), ≥ 0.4 ≥ 1.5× away (×2), below that it is near (×1.41)."""
+    elasticity = gain / (max(units, 1e-9) * math.log(2.0))
+    if elasticity < 0.4:
+        return 0.5
+    return 1.0 if elasticity < 0.8 else config.max_step
+
+
+def peak_distance(gain: float, units: float) -> float:
+    """How far (log2) above a size the peak lies, if the curve rose by ``gain`` (log) over
+    the ``units`` (log2) below it, on the universal scalability law without serial part
+    (X ∝ r/(1 + r²), r = N/N*; a serial part only brings the peak nearer): the r whose
+    secant over the same span rose as much, found by bisection; 0 if none did."""
+
+    def rise(r: float) -> float:
+        below = r * 2.0**-units
+        return math.log(r / (1.0 + r * r)) - math.log(below / (1.0 + below * below))
+
+    if units <= 0 or gain <= rise(1.0):
+        return 0.0
+    low, high = 1e-3, 1.0  # rise() falls as r grows
+    if gain >= rise(low):
+        return -math.log2(low)
+    for _ in range(40):
+        middle = 0.5 * (low + high)
+        if rise(middle) > gain:
+            low = middle
+        else:
+            high = middle
+    return -math.log2(0.5 * (low + high))

@@ -19,7 +19,7 @@ from agents.climber.base import EventKind, KnobDim, KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, economy_rules, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
-from agents.climber.pooltune.line_search import LineSearch, Program, Request
+from agents.climber.pooltune.line_search import LineSearch, Program, Request, peak_distance
 
 
 class Search:
@@ -66,6 +66,8 @@ class Search:
         self._aborted = False
         #: Tuples whose probe collapsed once (a second collapse makes them lose).
         self._collapsed: set[tuple[tuple[str, int], ...]] = set()
+        #: The step the climb began at (the economy walk must end in time to settle).
+        self._began = evidence.now
         self._program = self._climb(cold=cold)
 
     def next_request(self) -> Request | None:
@@ -104,10 +106,27 @@ class Search:
             self.searching_size = True
             if moved:
                 line = yield from self._locate_size(2 * self._config.min_step)
+            elif (yield from self._gain_above()):
+                line = (yield from self._locate_size(2 * self._config.min_step)).after(line)
         # Thread economy last: it saves threads, the other knobs may gain throughput.
         yield from self._economy(line)
         if self.in_force != self.top:
             yield (dict(self.top), self._config.min_samples)
+
+    def _gain_above(self) -> Generator[Request, None, bool]:
+        """The other knobs took tens of samples: one look a step above the size (the
+        economy walk looks below) shows whether the best moved up meanwhile, which the
+        level of the tuple in force need not show (True: it did, and ``top`` is there)."""
+        dim = self._space.size
+        above = min(self._size_ceiling(dim), dim.from_unit(dim.to_unit(self.top[dim.name]) + 0.5))
+        if above <= self.top[dim.name]:
+            return False
+        probe = {**self.top, dim.name: above}
+        verdict, forced = yield from self.probe(probe, rules=Rules(gain_only=True))
+        if verdict is Verdict.BETTER and not forced:
+            self.top = probe
+            return True
+        return False
 
     def _initial_step(self, dim: KnobDim, value: int, *, cold: bool) -> float:
         """The first step (log2): large far above the cores, the plausible range's width
@@ -175,6 +194,9 @@ class Search:
             floor=floor,
             cpu_count=self._cpu_count,
             tolerance=tolerance,
+            tie_z=cfg.tie_z,
+            clock=lambda: self._evidence.now,
+            climb_began=self._began,
         )
         # Bisect down to the nearest size known to lose (a whole step if none is known).
         yield from walk.run(min(1.0, (center - floor) / 2.0))
@@ -207,6 +229,14 @@ class Search:
             return
         if verdict is Verdict.WORSE and not forced:
             line.worse.append(dim.to_unit(smaller[dim.name]))
+            # A curve that falls this steeply below the start puts the peak this far
+            # above it: beyond the range, the evidence contradicts the range, and the
+            # first step up follows the slope instead.
+            units = dim.to_unit(start) - dim.to_unit(smaller[dim.name])
+            distance = peak_distance(self.gain(self.top, smaller), units)
+            high = self._range.get(dim.name, (start, start))[1]
+            if distance > dim.to_unit(max(high, 1)) - dim.to_unit(start):
+                step = max(step, min(self._config.max_step, distance))
         line.low_bound = dim.to_unit(smaller[dim.name])
         yield from line.run(step, 1)
 
@@ -241,9 +271,12 @@ class Search:
         GUARD event says when it does not)."""
         cfg = self._config
         since = self._evidence.now
-        for knobs in (before, after, before):
-            yield (dict(knobs), cfg.visit_samples)
+        yield from self._witness(before, cfg.visit_samples)
+        yield (dict(after), cfg.visit_samples)
+        yield from self._witness(before, cfg.visit_samples)
         while True:
+            if self.changed is not None:
+                return False
             comparison = self._evidence.compare(
                 self._evidence.readings(before, since=since),
                 self._evidence.readings(after, since=since),
@@ -263,7 +296,42 @@ class Search:
                 )
                 return False
             yield (dict(after), cfg.visit_samples)
-            yield (dict(before), cfg.visit_samples)
+            yield from self._witness(before, cfg.visit_samples)
+
+    def _witness(self, reference: dict[str, int], samples: int) -> Program:
+        """Measure the re-test's reference: a witness of a workload change, as between
+        probes; on a server seen to stall a visit that moved is measured longer first."""
+        yield (dict(reference), samples)
+        if self._evidence.moved(reference) is not None and self._evidence.stalls_seen():
+            yield (dict(reference), samples)
+        self._note_move(reference)
+
+    def retest(
+        self, before: dict[str, int], after: dict[str, int], *, rules: Rules
+    ) -> Generator[Request, None, Comparison]:
+        """``after`` against ``before`` on fresh samples only, A/B/A/B, until the test tells
+        or ``rules.max_samples`` of ``after`` force a verdict: the earlier samples chose
+        ``after`` and are biased in its favour (the winner's curse)."""
+        cfg = self._config
+        visit = rules.visit_samples or cfg.visit_samples
+        cap = rules.max_samples or cfg.max_samples
+        since = self._evidence.now
+        yield from self._witness(before, visit)
+        yield (dict(after), visit)
+        yield from self._witness(before, visit)
+        while True:
+            if self.changed is not None:
+                return Comparison(Verdict.UNSURE)
+            comparison = self._evidence.compare(
+                self._evidence.readings(before, since=since),
+                self._evidence.readings(after, since=since),
+                final=len(self._evidence.since(after, since)) >= cap,
+                rules=rules,
+            )
+            if comparison.verdict is not Verdict.UNSURE:
+                return comparison
+            yield (dict(after), visit)
+            yield from self._witness(before, visit)
 
     def _size_ceiling(self, dim: KnobDim) -> int:
         """More groups than connections cannot help; connections land in groups by their id
