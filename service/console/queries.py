@@ -128,15 +128,18 @@ def fleet_counts(session: Session) -> dict[str, int]:
     """Hosts per kind and pending requests: the fleet page's header."""
     enrolled = session.scalar(select(func.count()).select_from(Host).where(_HAS_AGENT)) or 0
     every = session.scalar(select(func.count()).select_from(Host)) or 0
-    pending = (
-        session.scalar(
-            select(func.count())
-            .select_from(Approval)
-            .where(Approval.state == ApprovalState.PENDING.value)
-        )
-        or 0
-    )
-    return {"enrolled": enrolled, "dataset": every - enrolled, "all": every, "pending": pending}
+    return {
+        "enrolled": enrolled,
+        "dataset": every - enrolled,
+        "all": every,
+        "pending": pending_approvals(session),
+    }
+
+
+def pending_approvals(session: Session) -> int:
+    """Requests waiting for an admin (the nav's badge and the fleet page's header)."""
+    pending = select(func.count()).select_from(Approval)
+    return session.scalar(pending.where(Approval.state == ApprovalState.PENDING.value)) or 0
 
 
 def latest_recommendations(session: Session, host_ids: Sequence[int]) -> dict[int, Any]:
