@@ -14,6 +14,7 @@ full run takes about 100 minutes on a quiet machine; ``--quick`` two short cases
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -59,6 +60,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=None, help="dataset directory")
     parser.add_argument("--work-dir", type=Path, default=None, help="state files (tmp)")
     parser.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="rebuild the tables, manifest and README from the stored cases and measure "
+        "nothing (no server started; the cases keep the machine they were measured on)",
+    )
+    parser.add_argument(
         "--wait-quiet",
         type=float,
         default=0.0,
@@ -89,10 +96,11 @@ def write(
     name: str,
     order: Sequence[Case],
     host: dict[str, Any],
-    timing: Timing,
+    timing: dict[str, Any],
     command: str,
 ) -> None:
-    """The tables, manifest and README from every stored case (the plan's order first)."""
+    """The tables, manifest and README from every stored case (the plan's order first);
+    ``timing`` as :func:`timing_record` gives it."""
     documents = store.done()
     rank = {case.case_id: index for index, case in enumerate(order)}
     ordered = sorted(
@@ -102,7 +110,7 @@ def write(
     description: dict[str, Any] = {
         "machine": host,
         "engine_version": str(workloads["engine_version"].iloc[0]),
-        "timing": timing_record(timing),
+        "timing": timing,
         "cases": [d["case_id"] for d in ordered],
         "other_cpu_cores_mean": float(workloads["other_cpu_cores"].mean()),
     }
@@ -170,6 +178,32 @@ def measure_missing(
     return measured
 
 
+def rebuild_tables(out: Path, store: CaseStore, *, name: str, order: Sequence[Case]) -> int:
+    """``--tables-only``: the files from the stored cases, with the machine, timing and
+    command they were measured with."""
+    try:
+        documents = store.done()
+    except MixError as exc:
+        logger.error("%s", exc)
+        return 2
+    if not documents:
+        logger.error("%s holds no measured case", store.directory)
+        return 1
+    first = next(iter(documents.values()))
+    manifest = out / "MANIFEST.json"
+    command = json.loads(manifest.read_text())["command"] if manifest.exists() else COMMAND
+    write(
+        out,
+        store,
+        name=name,
+        order=order,
+        host=first["machine"],
+        timing=first["timing"],
+        command=command,
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(
@@ -186,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else REPO / "datasets" / name
     )
     store = CaseStore(out / "cases")
+    if args.tables_only:
+        return rebuild_tables(out, store, name=name, order=args.selected)
     host = machine()
     try:
         store.check_compatible(host, timing_record(timing))
@@ -217,7 +253,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
 
     def rewrite() -> None:
-        write(out, store, name=name, order=cases, host=host, timing=timing, command=command)
+        write(
+            out,
+            store,
+            name=name,
+            order=cases,
+            host=host,
+            timing=timing_record(timing),
+            command=command,
+        )
 
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="pooltune-pgb-dataset-"))
     try:

@@ -95,6 +95,26 @@ def _gauge_mean(snapshots: Sequence[Snapshot], name: str) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def held_latency_ms(client_ms: float | None, pool_wait_ms: float | None) -> float | None:
+    """The time a transaction holds its server connection: PgBouncer's transaction time
+    (which starts when the client's first query arrives, so it includes the queue for a
+    connection) less the pool wait per transaction. What a pool slot serves, and the
+    profile's latency (docs/pgbouncer.md, "latency_ms")."""
+    if client_ms is None:
+        return None
+    return max(0.0, client_ms - (pool_wait_ms or 0.0))
+
+
+def busy_connections(
+    *, tps: float, latency_ms: float | None, connections: float, waiting: float
+) -> float | None:
+    """Clients with a transaction under way, by Little's law on PgBouncer's clock: server
+    connections busy (tps × held latency) plus clients queued for one, at most all."""
+    if latency_ms is None:
+        return None
+    return min(connections, tps * latency_ms / 1000.0 + waiting)
+
+
 def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     """The workload profile over ``snapshots`` (at least two, in time order)."""
     first, last = profile_ends(snapshots)
@@ -113,12 +133,14 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
 
     connections = statistics.fmean(clients_of(s) for s in snapshots)
     waiting = _gauge_mean(snapshots, "pgb_cl_waiting") or 0.0
-    latency = rates.latency_ms
-    # Server connections busy in a transaction, by Little's law on PgBouncer's own clock.
-    in_xact = rates.tps * latency / 1000.0 if latency is not None else None
-    if in_xact is None:
+    pool_wait_ms = per_txn(counter_delta(first, last, "pgb_wait_time_s"), 1000.0)
+    latency = held_latency_ms(rates.latency_ms, pool_wait_ms)
+    active = busy_connections(
+        tps=rates.tps, latency_ms=latency, connections=connections, waiting=waiting
+    )
+    if active is None:
         in_xact = activity.mean("in_xact") or _gauge_mean(snapshots, "pgb_sv_active") or 0.0
-    active = min(connections, in_xact + waiting)
+        active = min(connections, in_xact + waiting)
 
     reads = counter_delta(first, last, "pgss_read_calls")
     writes = counter_delta(first, last, "pgss_write_calls")
@@ -137,6 +159,8 @@ def build_profile(snapshots: Sequence[Snapshot]) -> WorkloadProfile:
     think_ms = think_time_ms(connections, active, rates.tps)
 
     extras = _extras(snapshots, window=window, xacts=xacts, activity=activity, little_ms=little_ms)
+    if rates.latency_ms is not None:
+        extras["client_latency_ms"] = rates.latency_ms
     if rates.cpu_busy is not None:
         extras["server_cpu_busy"] = rates.cpu_busy
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from agents.pgbouncer.profile import busy_connections, held_latency_ms
+from agents.profile import off_cpu_wait_ms, think_time_ms
 from scripts.pgbouncer_dataset.cases import DEFAULT_SIZE, SIZE
 from scripts.pgbouncer_dataset.measure import MeasuredCase
 from scripts.sweep_rows import below_best_beyond_noise, curve_rows, mean_at, nan_if_none
@@ -83,10 +85,34 @@ def case_rows(measured: MeasuredCase, machine: Mapping[str, Any]) -> dict[str, A
     }
 
 
+def held_profile_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A workload row whose profile took PgBouncer's transaction time as the latency (the
+    agent before it subtracted the pool's queue) re-derived, from the row's own recorded
+    pool wait and queue, as the agent derives it now; a current row is returned as is."""
+    extras = json.loads(row["extras"]) if row.get("extras") else {}
+    if "client_latency_ms" in extras or row.get("latency_ms") is None:
+        return dict(row)
+    client_ms = float(row["latency_ms"])
+    latency = held_latency_ms(client_ms, extras.get("pool_wait_ms_per_txn"))
+    active = busy_connections(
+        tps=float(row["tps"]),
+        latency_ms=latency,
+        connections=float(row["connections"]),
+        waiting=float(extras.get("cl_waiting_mean", 0.0)),
+    )
+    return dict(row) | {
+        "latency_ms": latency,
+        "wait_ms_per_request": off_cpu_wait_ms(latency, row.get("cpu_ms_per_request")),
+        "active_connections": active,
+        "think_ms": think_time_ms(float(row["connections"]), active or 0.0, float(row["tps"])),
+        "extras": json.dumps(extras | {"client_latency_ms": client_ms}),
+    }
+
+
 def build_tables(documents: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``workloads`` and ``curves`` from stored cases, in the order given."""
     documents = list(documents)
-    workloads = pd.DataFrame.from_records([d["workload_row"] for d in documents])
+    workloads = pd.DataFrame.from_records([held_profile_row(d["workload_row"]) for d in documents])
     for name in (f"best_{SIZE}", "knee_size", "best_size_raw"):
         workloads[name] = workloads[name].astype("Int64")
     curves = pd.DataFrame.from_records([row for d in documents for row in d["curve_rows"]])
