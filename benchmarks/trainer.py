@@ -126,7 +126,11 @@ def compare(
     for weighting in weightings:
         recipe = replace(outcome.search.recipe, weighting=weighting)
         fitted = fit_calibrated(
-            Engine.MARIADB, masked, recipe, validation=(fit_part, valid_part), seed=config.seed
+            outcome.model.engine,
+            masked,
+            recipe,
+            validation=(fit_part, valid_part),
+            seed=config.seed,
         )
         refit_sim = score_tuple_model("lightgbm", fitted.model, test_set, domain=SIMULATED)
         refit_real = None

@@ -112,7 +112,7 @@ def fit_point_model(
     matrix, examples = fit
     offset = size_offset(matrix)
     economical = size_residuals(examples, matrix)
-    init = float(np.median(economical))
+    init = float(np.median(economical)) if point.centred else 0.0
     train_params = params | point.booster_params()
     if point.kind == "regret":
         train_params["objective"] = _regret_objective(

@@ -29,11 +29,14 @@ POINT_OBJECTIVES = ("regret", "l2", "q70")
 @dataclass(frozen=True, slots=True)
 class PointObjective:
     """The point booster's objective: ``kind`` is ``regret``, ``l2`` or ``qNN`` (a quantile);
-    ``pull`` and ``damping`` shape :class:`RegretObjective` and matter only for ``regret``."""
+    ``pull`` and ``damping`` shape :class:`RegretObjective` and matter only for ``regret``;
+    ``centred`` starts the booster from the median residual over the size offset (else from
+    the offset itself: the theory, trusted until the trees correct it)."""
 
     kind: str = "l2"
     pull: float = 0.005
     damping: float = 0.3
+    centred: bool = True
 
     def __post_init__(self) -> None:
         self.booster_params()  # refuses an unknown kind here, not deep in a fit

@@ -13,19 +13,20 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import lightgbm as lgb
 import numpy as np
 import optuna
+from numpy.typing import NDArray
 
 from agents.knobs import Engine
 from service.recommendations.tuple_model import TupleModel
 from service.recommendations.workload_features import size_offset
-from trainer.examples import Example, split_by_group, with_some_unmeasured
+from trainer.examples import Example, split_by_group, with_some_unmeasured, workload_of
 from trainer.features import clip_sizes, matrix_of, size_target
-from trainer.fit import Recipe, base_params, fit_point_model
+from trainer.fit import PointFit, Recipe, base_params, fit_point_model
 from trainer.objective import POINT_OBJECTIVES, PointObjective
 from trainer.refit import fit_calibrated
 from trainer.regret import regrets
@@ -55,6 +56,9 @@ class SearchConfig:
     secondary_min_gain: float = 0.05
     #: Most folds of the real cross-validation (one per real workload group up to this).
     real_folds: int = 10
+    #: With fewer workloads than this (an engine with only a few real ones), each trial is
+    #: scored leave-one-workload-out over all of them instead of on one validation split.
+    fold_below_groups: int = 20
     #: Called after each trial with (finished trials, best value): progress bars hook in here.
     on_trial: Callable[[int, float], None] | None = field(default=None, compare=False)
     #: Called with a short description of each stage after the search.
@@ -110,6 +114,83 @@ class _Prune:
             raise optuna.TrialPruned(f"pruned at round {env.iteration} (regret {value:.4f})")
 
 
+def suggest(
+    trial: optuna.Trial, config: SearchConfig, *, fit_count: int
+) -> tuple[dict[str, Any], PointObjective]:
+    """One trial's LightGBM parameters and point objective."""
+    params = base_params(config.seed) | {
+        "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
+        "num_leaves": trial.suggest_int("num_leaves", 7, 127, log=True),
+        # LightGBM cannot split at all when a leaf needs more than half the rows.
+        "min_data_in_leaf": trial.suggest_int(
+            "min_data_in_leaf", 2, max(2, min(200, fit_count // 4)), log=True
+        ),
+        "feature_fraction": trial.suggest_float("feature_fraction", 0.4, 1.0),
+        "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
+        "bagging_freq": 1,
+        "lambda_l2": trial.suggest_float("lambda_l2", 1e-3, 10.0, log=True),
+    }
+    point = PointObjective(
+        kind=str(trial.suggest_categorical("point_objective", POINT_OBJECTIVES)),
+        pull=trial.suggest_float("economy_pull", 1e-3, 5e-2, log=True),
+        damping=trial.suggest_float("damping", 0.05, 1.0, log=True),
+    )
+    return params, point
+
+
+def predicted_log2_sizes(fitted: PointFit, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A point booster's log2 sizes for ``matrix`` at its best iteration."""
+    scores = fitted.booster.predict(matrix, num_iteration=fitted.best_iteration)
+    return size_offset(matrix) + fitted.init + np.asarray(scores, dtype=np.float64)
+
+
+class GroupFoldObjective:
+    """Optuna objective for a few workload groups (an engine with only real data): the mean
+    regret of leave-one-group-out over every group, each fold fitted with the trial's round
+    count (no early stopping: the held-out group never steers its own fit). A single slow
+    round is a candidate — the size offset nearly alone — so a few dozen cases cannot buy a
+    model that does worse than the theory it corrects."""
+
+    def __init__(self, examples: Sequence[Example], config: SearchConfig) -> None:
+        self.examples = list(examples)
+        self.matrix = matrix_of(self.examples)
+        self.config = config
+        self.weights = sample_weights(self.examples, real_share=config.weighting.real_share)
+        self.groups = np.array([workload_of(e.group) for e in self.examples])
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        params, point = suggest(trial, self.config, fit_count=len(self.examples))
+        point = replace(point, centred=trial.suggest_categorical("centred", (True, False)))
+        rounds = trial.suggest_int("rounds", 1, self.config.max_boost_rounds // 3, log=True)
+        trial.set_user_attr("best_iteration", rounds)
+        trial.set_user_attr("fixed_rounds", True)
+        regret_sum, count = 0.0, 0
+        for group in np.unique(self.groups):
+            test = np.flatnonzero((self.groups == group) & self._scored())
+            train = np.flatnonzero(self.groups != group)
+            if not test.size or np.unique(self.groups[train]).size < 2:
+                continue
+            fitted = fit_point_model(
+                params,
+                point=point,
+                rounds=rounds,
+                fit=(self.matrix[train], [self.examples[i] for i in train]),
+                weights=self.weights[train],
+            )
+            log2_sizes = predicted_log2_sizes(fitted, self.matrix[test])
+            held = [self.examples[i] for i in test]
+            sizes = clip_sizes(held, log2_sizes)
+            values = regrets([e.curve for e in held if e.curve is not None], list(sizes))
+            regret_sum += float(np.sum(values))
+            count += len(values)
+        if not count:
+            raise optuna.TrialPruned("no group to hold out")
+        return regret_sum / count
+
+    def _scored(self) -> NDArray[np.bool_]:
+        return np.array([e.curve is not None for e in self.examples])
+
+
 class LightGBMObjective:
     """Optuna objective: mean validation regret of a LightGBM size model (data pre-split)."""
 
@@ -131,23 +212,7 @@ class LightGBMObjective:
         self.scored = [i for i, e in enumerate(valid_examples) if e.curve is not None]
 
     def __call__(self, trial: optuna.Trial) -> float:
-        params = base_params(self.config.seed) | {
-            "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
-            "num_leaves": trial.suggest_int("num_leaves", 7, 127, log=True),
-            # LightGBM cannot split at all when a leaf needs more than half the rows.
-            "min_data_in_leaf": trial.suggest_int(
-                "min_data_in_leaf", 2, max(2, min(200, len(self.fit_examples) // 4)), log=True
-            ),
-            "feature_fraction": trial.suggest_float("feature_fraction", 0.4, 1.0),
-            "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
-            "bagging_freq": 1,
-            "lambda_l2": trial.suggest_float("lambda_l2", 1e-3, 10.0, log=True),
-        }
-        point = PointObjective(
-            kind=str(trial.suggest_categorical("point_objective", POINT_OBJECTIVES)),
-            pull=trial.suggest_float("economy_pull", 1e-3, 5e-2, log=True),
-            damping=trial.suggest_float("damping", 0.05, 1.0, log=True),
-        )
+        params, point = suggest(trial, self.config, fit_count=len(self.fit_examples))
         fitted = fit_point_model(
             params,
             point=point,
@@ -160,13 +225,7 @@ class LightGBMObjective:
             valid_weights=self.valid_weights,
         )
         trial.set_user_attr("best_iteration", fitted.best_iteration)
-        predicted = (
-            size_offset(self.valid_matrix)
-            + fitted.init
-            + np.asarray(
-                fitted.booster.predict(self.valid_matrix, num_iteration=fitted.best_iteration)
-            )
-        )
+        predicted = predicted_log2_sizes(fitted, self.valid_matrix)
         if not self.scored:
             # No curves to score against: the log-size error is the honest fallback.
             best = np.array([size_target(e.optimal_size) for e in self.valid_examples])
@@ -217,9 +276,13 @@ def search_lightgbm(
     cannot take them.
     """
     examples, fit_examples, valid_examples = validation_split(examples, config)
-    objective = LightGBMObjective(
-        fit_examples=fit_examples, valid_examples=valid_examples, config=config
-    )
+    objective: GroupFoldObjective | LightGBMObjective
+    if len({workload_of(e.group) for e in examples}) < config.fold_below_groups:
+        objective = GroupFoldObjective(examples, config)
+    else:
+        objective = LightGBMObjective(
+            fit_examples=fit_examples, valid_examples=valid_examples, config=config
+        )
     study_name = f"{config.study_prefix}-{engine.value}-{data_fingerprint(examples)}"
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(
@@ -281,15 +344,17 @@ def best_recipe(
 ) -> Recipe:
     """The refit's recipe from a finished trial: its LightGBM parameters over the shared
     ones, its best round count (at least 10) and its point objective."""
-    point_names = {"point_objective", "economy_pull", "damping"}
+    point_names = {"point_objective", "economy_pull", "damping", "centred", "rounds"}
     searched = {k: v for k, v in trial.params.items() if k not in point_names}
+    rounds = int(trial.user_attrs.get("best_iteration", 100))
     return Recipe(
         params=base_params(seed) | searched | {"bagging_freq": 1},
-        rounds=max(10, int(trial.user_attrs.get("best_iteration", 100))),
+        rounds=rounds if trial.user_attrs.get("fixed_rounds") else max(10, rounds),
         point=PointObjective(
             kind=str(trial.params.get("point_objective", "l2")),
             pull=float(trial.params.get("economy_pull", 0.005)),
             damping=float(trial.params.get("damping", 0.3)),
+            centred=bool(trial.params.get("centred", True)),
         ),
         quantiles=quantiles,
         weighting=weighting or DomainWeighting(),

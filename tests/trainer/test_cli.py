@@ -91,7 +91,7 @@ def test_the_trainer_cli_from_an_empty_database_to_a_promoted_model(
     assert code == 0, out
     assert "promoted mariadb lightgbm version 1" in out
 
-    code, out = invoke("bootstrap", *db)
+    code, out = invoke("bootstrap", *db, "--engine", "mariadb")
     assert code == 0, out
     assert "version 1 is promoted; nothing to do" in out
 
