@@ -31,6 +31,10 @@ from agents.wire.base import (
     bounded_extras,
 )
 
+#: The profile extra holding the time per request spent waiting for row locks (PgBouncer's
+#: profile measures it from pg_stat_activity); W/S leaves it out.
+LOCK_WAIT_EXTRA = "lock_wait_ms_per_txn"
+
 
 class Source(enum.StrEnum):
     """Where a starting tuple came from."""
@@ -111,13 +115,25 @@ class WorkloadProfile(StrictModel):
     )
 
     @property
+    def overlappable_wait_ms(self) -> float | None:
+        """W less the row-lock waits where the agent measured them (``extras`` under
+        :data:`LOCK_WAIT_EXTRA`): a request waiting for a lock another one holds is
+        contention — a larger pool adds waiters, not throughput — so that wait asks for no
+        thread (docs/agent.md, "The start tuple")."""
+        if self.wait_ms_per_request is None:
+            return None
+        lock_ms = self.extras.get(LOCK_WAIT_EXTRA, 0.0)
+        return max(0.0, self.wait_ms_per_request - max(0.0, lock_ms))
+
+    @property
     def blocking_coefficient(self) -> float | None:
-        """W/S: how long a request waits off-CPU per unit of CPU time."""
-        if self.cpu_ms_per_request is None or self.wait_ms_per_request is None:
+        """W/S: how long a request waits off-CPU, lock waits aside, per unit of CPU time."""
+        wait_ms = self.overlappable_wait_ms
+        if self.cpu_ms_per_request is None or wait_ms is None:
             return None
         if self.cpu_ms_per_request <= 0:
             return None
-        return self.wait_ms_per_request / self.cpu_ms_per_request
+        return wait_ms / self.cpu_ms_per_request
 
     @model_validator(mode="after")
     def _active_not_above_connections(self) -> Self:

@@ -82,8 +82,9 @@ def feature_row(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
     """One workload's features as a flat mapping name → float (NaN where unknown)."""
     row = {name: _nan(getattr(profile, name)) for name in RAW_FIELDS}
     cores = float(host.cpu_count)
-    cpu_ms, wait_ms = row["cpu_ms_per_request"], row["wait_ms_per_request"]
-    blocking = _ratio(wait_ms, cpu_ms)
+    cpu_ms = row["cpu_ms_per_request"]
+    # W/S as the wire contract defines it (lock waits where measured left out).
+    blocking = _nan(profile.blocking_coefficient)
     # Requests per second at the granularity the CPU and wait times are measured in.
     request_rate = row["qps"] if row["qps"] > 0 else row["tps"]
     row.update(

@@ -69,3 +69,14 @@ def test_pgbouncer_pool_size_follows_the_same_rule() -> None:
         host(4, "pgbouncer"), profile(cpu_ms_per_request=1.0, wait_ms_per_request=2.0)
     )
     assert start.values == {"default_pool_size": 12, "reserve_pool_size": 0}
+
+
+def test_lock_waits_ask_for_no_thread() -> None:
+    # 2 ms of W per 0.5 ms of CPU, 1.5 ms of it queued on row locks: only 0.5 ms overlaps.
+    locked = profile(
+        cpu_ms_per_request=0.5, wait_ms_per_request=2.0, extras={"lock_wait_ms_per_txn": 1.5}
+    )
+    assert locked.blocking_coefficient == 1.0
+    assert heuristic_pool_size(host(8), locked) == 16
+    unmeasured = profile(cpu_ms_per_request=0.5, wait_ms_per_request=2.0)
+    assert heuristic_pool_size(host(8), unmeasured) == 40

@@ -28,7 +28,7 @@ def two_pools(t: float, *, a: float, b: float) -> Snapshot:
         "pgb_xact_count@b": b,
         "pgb_query_count@b": 3 * b,
         "pgb_xact_time_s@b": b / 50,
-        "pgb_wait_time_s@b": b / 10,
+        "pgb_wait_time_s@b": b / 100,
     }
     gauges = {
         "pgb_clients": 30.0,
@@ -74,8 +74,10 @@ def test_a_pool_profile_has_its_own_queue_and_latency() -> None:
     snapshots = [pool_snapshot(two_pools(t, a=100 * t, b=500 * t), "b") for t in (0.0, 2.0, 4.0)]
     profile = pgbouncer_profile.build_profile(snapshots)
     assert profile.tps == 500.0
-    assert profile.latency_ms == pytest.approx(20.0)
-    assert profile.extras["pool_wait_ms_per_txn"] == pytest.approx(100.0)
+    # 20 ms of PgBouncer's transaction time per transaction, 10 of them queued for a server.
+    assert profile.extras["client_latency_ms"] == pytest.approx(20.0)
+    assert profile.extras["pool_wait_ms_per_txn"] == pytest.approx(10.0)
+    assert profile.latency_ms == pytest.approx(10.0)
     assert profile.connections == 20
 
 

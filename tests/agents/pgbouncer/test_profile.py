@@ -15,6 +15,7 @@ from agents.pgbouncer.profile import (
 )
 from agents.profile import ProfileError
 from agents.targets.base import Snapshot
+from agents.wire.workload import LOCK_WAIT_EXTRA
 
 
 def snap(
@@ -115,7 +116,9 @@ def test_the_profile_is_per_transaction() -> None:
     # 0.5 backends in LWLock waits on average over 200 tps: 2.5 ms per transaction.
     assert profile.sync_ms_per_request == pytest.approx(2.5)
     assert profile.extras["pg_share_lock"] == pytest.approx(0.5)
-    assert profile.extras["lock_wait_ms_per_txn"] == pytest.approx(15.0)
+    assert profile.extras[LOCK_WAIT_EXTRA] == pytest.approx(15.0)
+    # W/S leaves the lock waits out: (2.5 − 15, at least 0) / 1.5.
+    assert profile.blocking_coefficient == 0.0
     assert profile.extras["pool_wait_ms_per_txn"] == pytest.approx(2.0)
 
 
