@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.logging_setup import configure_logging
 from service.migrate import DatabaseUnavailableError, upgrade, wait_for_database
 
@@ -99,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
+    # A serving process quiets its garbage collector after start-up (service.app); the
+    # workers read it from the environment. An explicit POOLTUNE_GC_FREEZE wins.
+    os.environ.setdefault("POOLTUNE_GC_FREEZE", "true")
+    get_settings.cache_clear()
     logger.info(
         "serving",
         extra={

@@ -85,6 +85,13 @@ class Settings(BaseSettings):
         description="How long a replica reuses its reading of the promoted model version: a "
         "promotion is served by every replica within this bound (0: read per request).",
     )
+    gc_freeze: bool = Field(
+        default=False,
+        description="Move everything alive after start-up (models, metadata, modules) out of "
+        "the garbage collector's reach and collect the young generations less often, so a "
+        "full collection does not stall requests; `pooltune-service serve` turns it on "
+        "(docs/service.md, \"Scale\").",
+    )
     recommendation_log_linger_ms: float = Field(
         default=2.0, ge=0.0, le=1000.0, description="A log batch waits this long for company."
     )

@@ -34,3 +34,19 @@ def test_settings_come_from_prefixed_variables(monkeypatch: pytest.MonkeyPatch) 
     settings = Settings()
     assert settings.max_body_bytes == 65536
     assert "a-real-secret" not in repr(settings)
+
+
+def test_a_serving_process_freezes_its_start_up_heap() -> None:
+    import gc
+
+    from service.app import GC_YOUNG_THRESHOLD, quiet_garbage_collector
+
+    threshold = gc.get_threshold()
+    try:
+        quiet_garbage_collector()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, *threshold[1:])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+    assert Settings().gc_freeze is False  # tests build many apps: never frozen by default
