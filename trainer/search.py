@@ -157,6 +157,7 @@ class GroupFoldObjective:
         self.config = config
         self.weights = sample_weights(self.examples, real_share=config.weighting.real_share)
         self.groups = np.array([workload_of(e.group) for e in self.examples])
+        self.scored = np.array([e.curve is not None for e in self.examples])
 
     def __call__(self, trial: optuna.Trial) -> float:
         params, point = suggest(trial, self.config, fit_count=len(self.examples))
@@ -166,7 +167,7 @@ class GroupFoldObjective:
         trial.set_user_attr("fixed_rounds", True)
         regret_sum, count = 0.0, 0
         for group in np.unique(self.groups):
-            test = np.flatnonzero((self.groups == group) & self._scored())
+            test = np.flatnonzero((self.groups == group) & self.scored)
             train = np.flatnonzero(self.groups != group)
             if not test.size or np.unique(self.groups[train]).size < 2:
                 continue
@@ -186,9 +187,6 @@ class GroupFoldObjective:
         if not count:
             raise optuna.TrialPruned("no group to hold out")
         return regret_sum / count
-
-    def _scored(self) -> NDArray[np.bool_]:
-        return np.array([e.curve is not None for e in self.examples])
 
 
 class LightGBMObjective:
