@@ -1,7 +1,7 @@
 """The fallback starting tuple: the pool-size rule of thumb, clipped to what makes sense.
 
-``size = cores × (1 + W/S)``, clipped to the knob's bounds and to the connections; the
-other tuned knobs keep the engine defaults; the plausible range is a factor of two either
+``size = cores × (1 + W/S)``, no larger than the pool in force when that pool was saturated
+on saturated CPUs, clipped to the knob's bounds and to the connections; the other tuned knobs keep the engine defaults; the plausible range is a factor of two either
 side. The one implementation: the service, the agent (offline) and the trainer's baseline
 call it, so all three agree. Details: docs/agent.md, "The start tuple".
 """
@@ -12,11 +12,17 @@ import math
 
 from agents import knobs
 from agents.wire import HostFacts, KnobRange, KnobTuple, WorkloadProfile
+from agents.wire.workload import HOST_CPU_BUSY_EXTRA, POOL_CONNECTIONS_EXTRA, POOL_QUEUE_EXTRA
 
 #: How far either side of the heuristic's answer the optimum plausibly lies (a factor).
 RANGE_FACTOR = 2.0
 #: Beyond this W/S the formula asks for more threads than any catalog allows anyway.
 MAX_BLOCKING_COEFFICIENT = 1000.0
+
+#: The host's CPUs count as saturated from this share of them busy on.
+SATURATED_CPU_SHARE = 0.9
+#: Requests queued for a pool slot, on average, from which the pool counts as saturated.
+SATURATED_POOL_QUEUE = 1.0
 
 #: Start tuple and an inclusive (low, high) range per knob.
 Prediction = tuple[dict[str, int], dict[str, tuple[int, int]]]
@@ -34,6 +40,29 @@ def blocking_coefficient(profile: WorkloadProfile) -> float:
     return min(known, MAX_BLOCKING_COEFFICIENT)
 
 
+def saturated_pool_ceiling(cpu_count: int, profile: WorkloadProfile) -> float | None:
+    """The pool size in force when the profile was taken if requests queued for it while the
+    host's CPUs were saturated, else None. Then a connection's held time is mostly waiting
+    for a CPU and grows with the pool itself, so W/S asks for more of what the CPUs cannot
+    serve; a wider pool only lengthens the run queue (docs/agent.md, "The start tuple")."""
+    busy = profile.extras.get(HOST_CPU_BUSY_EXTRA)
+    pool = profile.extras.get(POOL_CONNECTIONS_EXTRA)
+    queued = profile.extras.get(POOL_QUEUE_EXTRA, 0.0)
+    if busy is None or pool is None or pool < 1.0:
+        return None
+    if busy < SATURATED_CPU_SHARE * cpu_count or queued < SATURATED_POOL_QUEUE:
+        return None
+    return pool
+
+
+def theory_pool_size(cpu_count: int, blocking: float, profile: WorkloadProfile) -> float:
+    """cores × (1 + ``blocking``), no larger than :func:`saturated_pool_ceiling`: the size
+    queueing theory gives, unclipped (the heuristic and the model's size offset share it)."""
+    size = cpu_count * (1.0 + blocking)
+    ceiling = saturated_pool_ceiling(cpu_count, profile)
+    return size if ceiling is None else min(size, ceiling)
+
+
 def _size_ceiling(host: HostFacts, profile: WorkloadProfile) -> int:
     size_knob = knobs.knob(host.engine, knobs.POOL_SIZE_KNOB[host.engine])
     return knobs.pool_size_ceiling(profile.connections, size_knob.minimum, size_knob.maximum)
@@ -41,7 +70,7 @@ def _size_ceiling(host: HostFacts, profile: WorkloadProfile) -> int:
 
 def heuristic_pool_size(host: HostFacts, profile: WorkloadProfile) -> int:
     size_knob = knobs.knob(host.engine, knobs.POOL_SIZE_KNOB[host.engine])
-    raw_size = host.cpu_count * (1.0 + blocking_coefficient(profile))
+    raw_size = theory_pool_size(host.cpu_count, blocking_coefficient(profile), profile)
     return int(min(_size_ceiling(host, profile), size_knob.clip(raw_size)))
 
 

@@ -29,6 +29,7 @@ from agents.profile import (
 )
 from agents.targets.base import Snapshot
 from agents.wire import WorkloadProfile
+from agents.wire.workload import HOST_CPU_BUSY_EXTRA, POOL_CONNECTIONS_EXTRA
 
 #: Counters that only grow while both servers run: one going back means a restart.
 _MONOTONIC = ("pgb_xact_count", "pgb_query_count", "pg_xact_commit", "pg_uptime_s")
@@ -212,6 +213,9 @@ def _extras(
         put("query_ms", 1000.0 * (counter_delta(first, last, "pgb_query_time_s") or 0.0) / queries)
     for gauge in ("pgb_cl_waiting", "pgb_sv_active", "pgb_sv_idle", "pgb_sv_used", "pgb_sv_login"):
         put(f"{gauge.removeprefix('pgb_')}_mean", _gauge_mean(snapshots, gauge))
+    open_parts = [_gauge_mean(snapshots, g) for g in ("pgb_sv_active", "pgb_sv_idle", "pgb_sv_used")]
+    if any(part is not None for part in open_parts):
+        put(POOL_CONNECTIONS_EXTRA, sum(part or 0.0 for part in open_parts))
     put("maxwait_s_max", max((s.gauges.get("pgb_maxwait_s", 0.0) for s in snapshots), default=0.0))
     in_xact = activity.mean("in_xact")
     if in_xact:
@@ -249,4 +253,6 @@ def _extras(
         )
     if first.counters.get("pgbouncer_cpu_s") is not None and "pgbouncer_cpu_s" in last.counters:
         put("pgbouncer_cpu_busy", (counter_delta(first, last, "pgbouncer_cpu_s") or 0.0) / window)
+    if first.counters.get("host_busy_s") is not None and "host_busy_s" in last.counters:
+        put(HOST_CPU_BUSY_EXTRA, (counter_delta(first, last, "host_busy_s") or 0.0) / window)
     return extras

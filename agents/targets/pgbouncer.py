@@ -24,7 +24,12 @@ from psycopg.conninfo import make_conninfo
 from agents import knobs as knob_catalog
 from agents.collectors import Collected, Collector, CollectorSet
 from agents.config import TargetSection
-from agents.hostcpu import memory_total_bytes, process_cpu_seconds, process_tree_cpu_seconds
+from agents.hostcpu import (
+    host_busy_seconds,
+    memory_total_bytes,
+    process_cpu_seconds,
+    process_tree_cpu_seconds,
+)
 from agents.knobs import Engine
 from agents.pgbouncer import collectors as pgb
 from agents.pgbouncer import ini
@@ -290,6 +295,10 @@ class PgBouncerTarget:
         server_cpu = None
         if self._postmaster_pid is not None:
             server_cpu = process_tree_cpu_seconds(self._postmaster_pid)
+            # PostgreSQL shares this host: whether its CPUs are saturated bounds the start.
+            host_busy = host_busy_seconds()
+            if host_busy is not None:
+                counters["host_busy_s"] = host_busy
         return Snapshot(
             taken_at=taken_at,
             uptime_s=counters.get("pg_uptime_s", 0.0),

@@ -13,6 +13,7 @@ import pandas as pd
 
 from agents.pgbouncer.profile import busy_connections, held_latency_ms
 from agents.profile import off_cpu_wait_ms, think_time_ms
+from agents.wire.workload import HOST_CPU_BUSY_EXTRA, POOL_CONNECTIONS_EXTRA
 from scripts.pgbouncer_dataset.cases import DEFAULT_SIZE, SIZE
 from scripts.pgbouncer_dataset.measure import MeasuredCase
 from scripts.sweep_rows import below_best_beyond_noise, curve_rows, mean_at, nan_if_none
@@ -109,10 +110,38 @@ def held_profile_row(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def saturation_profile_row(
+    row: Mapping[str, Any], curve: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A workload row measured before the profile read the host's busy CPU: its
+    ``host_cpu_busy`` taken from the case's own sweep at the default size (PostgreSQL, the
+    load and every other process, in cores) and its open pool connections from the recorded
+    server connection means; a row that has them is returned as is."""
+    extras = json.loads(row["extras"]) if row.get("extras") else {}
+    if HOST_CPU_BUSY_EXTRA in extras:
+        return dict(row)
+    added: dict[str, float] = {}
+    at_default = [r for r in curve if int(r["value"]) == DEFAULT_SIZE]
+    if at_default:
+        parts = [at_default[0].get(k) for k in ("server_cpu_cores", "load_cpu_cores", "other_cpu_cores")]
+        if all(p is not None and math.isfinite(float(p)) for p in parts):
+            added[HOST_CPU_BUSY_EXTRA] = sum(float(p) for p in parts if p is not None)
+    states = [extras.get(f"sv_{state}_mean") for state in ("active", "idle", "used")]
+    if POOL_CONNECTIONS_EXTRA not in extras and any(v is not None for v in states):
+        added[POOL_CONNECTIONS_EXTRA] = sum(float(v or 0.0) for v in states)
+    return dict(row) | {"extras": json.dumps(extras | added)}
+
+
+def current_profile_row(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored case's workload row with its profile as the agent derives it now."""
+    row = held_profile_row(document["workload_row"])
+    return saturation_profile_row(row, document["curve_rows"])
+
+
 def build_tables(documents: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``workloads`` and ``curves`` from stored cases, in the order given."""
     documents = list(documents)
-    workloads = pd.DataFrame.from_records([held_profile_row(d["workload_row"]) for d in documents])
+    workloads = pd.DataFrame.from_records([current_profile_row(d) for d in documents])
     for name in (f"best_{SIZE}", "knee_size", "best_size_raw"):
         workloads[name] = workloads[name].astype("Int64")
     curves = pd.DataFrame.from_records([row for d in documents for row in d["curve_rows"]])

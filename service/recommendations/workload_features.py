@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from numpy.typing import NDArray
 
+from agents.heuristic import theory_pool_size
 from agents.wire import HostFacts, WorkloadProfile
 
 #: Raw profile fields used as features, in order.
@@ -90,7 +91,11 @@ def feature_row(host: HostFacts, profile: WorkloadProfile) -> dict[str, float]:
     row.update(
         cpu_count=cores,
         blocking_coefficient=blocking,
-        heuristic_size=cores * (1.0 + blocking) if not math.isnan(blocking) else float("nan"),
+        heuristic_size=(
+            theory_pool_size(host.cpu_count, blocking, profile)
+            if not math.isnan(blocking)
+            else float("nan")
+        ),
         little_concurrency=request_rate * row["latency_ms"] / 1000.0,
         cpu_utilisation=_ratio(request_rate * cpu_ms / 1000.0, cores),
         connections_per_core=row["connections"] / cores,

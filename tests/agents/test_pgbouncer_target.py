@@ -170,6 +170,10 @@ def test_pooled_transactions_match_pgbench_own_count(
     assert after.cpu_seconds is not None and before.cpu_seconds is not None
     assert after.cpu_seconds > before.cpu_seconds
     assert after.counters["pgbouncer_cpu_s"] > before.counters["pgbouncer_cpu_s"]
+    # The host's busy CPU covers at least PostgreSQL's and PgBouncer's share of it.
+    host_busy = after.counters["host_busy_s"] - before.counters["host_busy_s"]
+    pgbouncer_cpu = after.counters["pgbouncer_cpu_s"] - before.counters["pgbouncer_cpu_s"]
+    assert host_busy >= 0.9 * (after.cpu_seconds - before.cpu_seconds + pgbouncer_cpu)
     # PostgreSQL's own count agrees once its backends flushed their statistics: at most
     # every second while busy, after 10 s when idle (why throughput is PgBouncer's count).
     deadline = time.monotonic() + 15

@@ -15,7 +15,7 @@ from agents.pgbouncer.profile import (
 )
 from agents.profile import ProfileError
 from agents.targets.base import Snapshot
-from agents.wire.workload import LOCK_WAIT_EXTRA
+from agents.wire.workload import HOST_CPU_BUSY_EXTRA, LOCK_WAIT_EXTRA, POOL_CONNECTIONS_EXTRA
 
 
 def snap(
@@ -33,6 +33,7 @@ def snap(
     activity: Mapping[str, float] | None = None,
     uptime: float = 1000.0,
     per_database: Mapping[str, float] | None = None,
+    host_busy: float | None = None,
 ) -> Snapshot:
     counters = {
         "pgb_xact_count": xacts,
@@ -52,11 +53,18 @@ def snap(
         counters[activity_counter(kind)] = value
     for database, value in (per_database or {}).items():
         counters[f"pgb_xact_count@{database}"] = value
+    if host_busy is not None:
+        counters["host_busy_s"] = host_busy
     return Snapshot(
         taken_at=t,
         uptime_s=uptime,
         counters=counters,
-        gauges={"pgb_clients": clients, "pgb_cl_waiting": waiting, "pgb_sv_active": 4.0},
+        gauges={
+            "pgb_clients": clients,
+            "pgb_cl_waiting": waiting,
+            "pgb_sv_active": 4.0,
+            "pgb_sv_idle": 1.0,
+        },
         cpu_seconds=cpu,
         latency_count=xacts,
         latency_total_s=xact_time_s,
@@ -120,6 +128,15 @@ def test_the_profile_is_per_transaction() -> None:
     # W/S leaves the lock waits out: (2.5 − 15, at least 0) / 1.5.
     assert profile.blocking_coefficient == 0.0
     assert profile.extras["pool_wait_ms_per_txn"] == pytest.approx(2.0)
+
+
+def test_the_host_cpu_and_the_open_pool_are_in_the_extras() -> None:
+    first = snap(0.0, xacts=0, host_busy=100.0)
+    last = snap(10.0, xacts=1000, xact_time_s=5.0, host_busy=118.5)
+    extras = build_profile([first, last]).extras
+    assert extras[HOST_CPU_BUSY_EXTRA] == pytest.approx(1.85)  # cores busy over the window
+    assert extras[POOL_CONNECTIONS_EXTRA] == pytest.approx(5.0)  # 4 active + 1 idle
+    assert HOST_CPU_BUSY_EXTRA not in build_profile([snap(0.0, xacts=0), snap(10.0, xacts=9)]).extras
 
 
 def test_unknown_sources_leave_fields_unknown() -> None:
