@@ -1,7 +1,7 @@
 """The fallback starting tuple: the pool-size rule of thumb, clipped to what makes sense.
 
-``size = cores × (1 + W/S)``, no larger than the pool in force when that pool was saturated
-on saturated CPUs, clipped to the knob's bounds and to the connections; the other tuned knobs keep the engine defaults; the plausible range is a factor of two either
+``size = cores × (1 + W/S)``, no larger than the pool open when the host's CPUs were
+saturated, clipped to the knob's bounds and to the connections; the other tuned knobs keep the engine defaults; the plausible range is a factor of two either
 side. The one implementation: the service, the agent (offline) and the trainer's baseline
 call it, so all three agree. Details: docs/agent.md, "The start tuple".
 """
@@ -12,7 +12,7 @@ import math
 
 from agents import knobs
 from agents.wire import HostFacts, KnobRange, KnobTuple, WorkloadProfile
-from agents.wire.workload import HOST_CPU_BUSY_EXTRA, POOL_CONNECTIONS_EXTRA, POOL_QUEUE_EXTRA
+from agents.wire.workload import HOST_CPU_BUSY_EXTRA, POOL_CONNECTIONS_EXTRA
 
 #: How far either side of the heuristic's answer the optimum plausibly lies (a factor).
 RANGE_FACTOR = 2.0
@@ -21,8 +21,6 @@ MAX_BLOCKING_COEFFICIENT = 1000.0
 
 #: The host's CPUs count as saturated from this share of them busy on.
 SATURATED_CPU_SHARE = 0.9
-#: Requests queued for a pool slot, on average, from which the pool counts as saturated.
-SATURATED_POOL_QUEUE = 1.0
 
 #: Start tuple and an inclusive (low, high) range per knob.
 Prediction = tuple[dict[str, int], dict[str, tuple[int, int]]]
@@ -41,16 +39,13 @@ def blocking_coefficient(profile: WorkloadProfile) -> float:
 
 
 def saturated_pool_ceiling(cpu_count: int, profile: WorkloadProfile) -> float | None:
-    """The pool size in force when the profile was taken if requests queued for it while the
-    host's CPUs were saturated, else None. Then a connection's held time is mostly waiting
-    for a CPU and grows with the pool itself, so W/S asks for more of what the CPUs cannot
-    serve; a wider pool only lengthens the run queue (docs/agent.md, "The start tuple")."""
+    """The pool connections open when the profile was taken if the host's CPUs were
+    saturated then, else None. A connection's held time is then mostly waiting for a CPU
+    and grows with the pool itself, so W/S asks for more of what the CPUs cannot serve; a
+    wider pool only lengthens the run queue (docs/agent.md, "The start tuple")."""
     busy = profile.extras.get(HOST_CPU_BUSY_EXTRA)
     pool = profile.extras.get(POOL_CONNECTIONS_EXTRA)
-    queued = profile.extras.get(POOL_QUEUE_EXTRA, 0.0)
-    if busy is None or pool is None or pool < 1.0:
-        return None
-    if busy < SATURATED_CPU_SHARE * cpu_count or queued < SATURATED_POOL_QUEUE:
+    if busy is None or pool is None or pool < 1.0 or busy < SATURATED_CPU_SHARE * cpu_count:
         return None
     return pool
 

@@ -34,12 +34,10 @@ from agents.wire.base import (
 #: The profile extra holding the time per request spent waiting for row locks (PgBouncer's
 #: profile measures it from pg_stat_activity); W/S leaves it out.
 LOCK_WAIT_EXTRA = "lock_wait_ms_per_txn"
-#: Profile extras that tell a pool saturated on a busy host (docs/agent.md, "The start
-#: tuple"): the host's busy cores over the window, the mean number of requests queued for a
-#: pool slot and the mean number of pool connections open (PgBouncer's profile has all three
-#: when PostgreSQL runs on the agent's host).
+#: Profile extras that tell a pool on saturated CPUs (docs/agent.md, "The start tuple"):
+#: the host's busy cores over the window and the mean number of pool connections open
+#: (PgBouncer's profile has both when PostgreSQL runs on the agent's host).
 HOST_CPU_BUSY_EXTRA = "host_cpu_busy"
-POOL_QUEUE_EXTRA = "cl_waiting_mean"
 POOL_CONNECTIONS_EXTRA = "pool_connections_mean"
 
 

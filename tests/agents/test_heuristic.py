@@ -82,18 +82,18 @@ def test_lock_waits_ask_for_no_thread() -> None:
     assert heuristic_pool_size(host(8), unmeasured) == 40
 
 
-def saturated(busy: float, queued: float, pool: float = 20.0) -> dict[str, float]:
-    return {"host_cpu_busy": busy, "cl_waiting_mean": queued, "pool_connections_mean": pool}
+def saturated(busy: float, pool: float = 20.0) -> dict[str, float]:
+    return {"host_cpu_busy": busy, "pool_connections_mean": pool}
 
 
-def test_a_pool_saturated_on_saturated_cpus_is_not_widened() -> None:
+def test_a_pool_on_saturated_cpus_is_not_widened() -> None:
     # Select-only at 128 clients on 2 shared cores: held 1.1 ms for 0.06 ms of CPU, W/S 17
-    # — run-queue time that grows with the pool itself; the CPUs are busy and clients queue.
+    # — run-queue time that grows with the pool itself.
     queueing = {"cpu_ms_per_request": 0.063, "wait_ms_per_request": 1.08}
-    busy_host = profile(connections=128, extras=saturated(busy=1.95, queued=100.0), **queueing)
+    busy_host = profile(connections=128, extras=saturated(busy=1.95), **queueing)
     assert heuristic_pool_size(host(2, "pgbouncer"), busy_host) == 20
-    # Spare CPU or no queue: the wait may be overlapped, W/S stands (2 × 18.1 = 36).
-    for extras in (saturated(busy=1.5, queued=100.0), saturated(busy=1.95, queued=0.0), {}):
+    # Spare CPU, or not known: the wait may be overlapped, W/S stands (2 × 18.1 = 36).
+    for extras in (saturated(busy=1.5), {"host_cpu_busy": 1.95}, {}):
         p = profile(connections=128, extras=extras, **queueing)
         assert heuristic_pool_size(host(2, "pgbouncer"), p) == 36
 
@@ -103,6 +103,6 @@ def test_the_saturation_ceiling_only_lowers_the_size() -> None:
         connections=128,
         cpu_ms_per_request=1.0,
         wait_ms_per_request=1.0,
-        extras=saturated(busy=2.0, queued=50.0, pool=40.0),
+        extras=saturated(busy=2.0, pool=40.0),
     )
     assert heuristic_pool_size(host(2, "pgbouncer"), p) == 4
