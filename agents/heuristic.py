@@ -1,9 +1,10 @@
 """The fallback starting tuple: the pool-size rule of thumb, clipped to what makes sense.
 
 ``size = cores × (1 + W/S)``, no larger than the pool open when the host's CPUs were
-saturated, clipped to the knob's bounds and to the connections; the other tuned knobs keep the engine defaults; the plausible range is a factor of two either
-side. The one implementation: the service, the agent (offline) and the trainer's baseline
-call it, so all three agree. Details: docs/agent.md, "The start tuple".
+saturated, clipped to the knob's bounds and to the connections; the other tuned knobs keep
+the engine defaults; the plausible range is a factor of two either side. The one
+implementation: the service, the agent (offline) and the trainer's baseline call it, so all
+three agree. Details: docs/agent.md, "The start tuple".
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class Settings(BaseSettings):
         description="Move everything alive after start-up (models, metadata, modules) out of "
         "the garbage collector's reach and collect the young generations less often, so a "
         "full collection does not stall requests; `pooltune-service serve` turns it on "
-        "(docs/service.md, \"Scale\").",
+        '(docs/service.md, "Scale").',
     )
     recommendation_log_linger_ms: float = Field(
         default=2.0, ge=0.0, le=1000.0, description="A log batch waits this long for company."

@@ -213,7 +213,9 @@ def _extras(
         put("query_ms", 1000.0 * (counter_delta(first, last, "pgb_query_time_s") or 0.0) / queries)
     for gauge in ("pgb_cl_waiting", "pgb_sv_active", "pgb_sv_idle", "pgb_sv_used", "pgb_sv_login"):
         put(f"{gauge.removeprefix('pgb_')}_mean", _gauge_mean(snapshots, gauge))
-    open_parts = [_gauge_mean(snapshots, g) for g in ("pgb_sv_active", "pgb_sv_idle", "pgb_sv_used")]
+    open_parts = [
+        _gauge_mean(snapshots, g) for g in ("pgb_sv_active", "pgb_sv_idle", "pgb_sv_used")
+    ]
     if any(part is not None for part in open_parts):
         put(POOL_CONNECTIONS_EXTRA, sum(part or 0.0 for part in open_parts))
     put("maxwait_s_max", max((s.gauges.get("pgb_maxwait_s", 0.0) for s in snapshots), default=0.0))

@@ -123,7 +123,9 @@ def saturation_profile_row(
     added: dict[str, float] = {}
     at_default = [r for r in curve if int(r["value"]) == DEFAULT_SIZE]
     if at_default:
-        parts = [at_default[0].get(k) for k in ("server_cpu_cores", "load_cpu_cores", "other_cpu_cores")]
+        parts = [
+            at_default[0].get(k) for k in ("server_cpu_cores", "load_cpu_cores", "other_cpu_cores")
+        ]
         if all(p is not None and math.isfinite(float(p)) for p in parts):
             added[HOST_CPU_BUSY_EXTRA] = sum(float(p) for p in parts if p is not None)
     states = [extras.get(f"sv_{state}_mean") for state in ("active", "idle", "used")]

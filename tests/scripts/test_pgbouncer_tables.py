@@ -33,7 +33,9 @@ def test_a_stored_case_gains_the_held_time_and_the_host_cpu() -> None:
     row = current_profile_row(document)
     extras = json.loads(row["extras"])
     at_default = next(r for r in document["curve_rows"] if r["value"] == 20)
-    host_busy = sum(at_default[k] for k in ("server_cpu_cores", "load_cpu_cores", "other_cpu_cores"))
+    host_busy = sum(
+        at_default[k] for k in ("server_cpu_cores", "load_cpu_cores", "other_cpu_cores")
+    )
     assert extras[HOST_CPU_BUSY_EXTRA] == pytest.approx(host_busy)
     assert extras[POOL_CONNECTIONS_EXTRA] == pytest.approx(20.0)
     # PgBouncer's transaction time less the pool's queue: the time a connection is held.

@@ -19,6 +19,7 @@ from .synthetic import synthetic_examples
 def test_no_fold_trains_on_the_workload_it_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     examples = synthetic_examples(6, seed=5, profiles_per_group=3)
     trained_on: list[set[str]] = []
+
     def recording(*args: Any, **kwargs: Any) -> Any:
         trained_on.append({workload_of(e.group) for e in kwargs["fit"][1]})
         return fit_point_model(*args, **kwargs)

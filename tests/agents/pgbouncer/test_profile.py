@@ -136,7 +136,9 @@ def test_the_host_cpu_and_the_open_pool_are_in_the_extras() -> None:
     extras = build_profile([first, last]).extras
     assert extras[HOST_CPU_BUSY_EXTRA] == pytest.approx(1.85)  # cores busy over the window
     assert extras[POOL_CONNECTIONS_EXTRA] == pytest.approx(5.0)  # 4 active + 1 idle
-    assert HOST_CPU_BUSY_EXTRA not in build_profile([snap(0.0, xacts=0), snap(10.0, xacts=9)]).extras
+    assert (
+        HOST_CPU_BUSY_EXTRA not in build_profile([snap(0.0, xacts=0), snap(10.0, xacts=9)]).extras
+    )
 
 
 def test_unknown_sources_leave_fields_unknown() -> None:
