@@ -12,7 +12,7 @@ Traffic goes to 127.0.0.1 only.
 
 The generator's own stalls must not count as the service's: during a measured phase its
 garbage collector is paused (:func:`measured`; it holds every plan and latency, and a full
-collection of that heap stopped its event loop for 130–150 ms, which the open loop then
+collection of that heap stopped its event loop for 110–150 ms, which the open loop then
 charged to the requests due meanwhile). A pooled connection the server closed while idle
 (uvicorn's keep-alive timeout) is dropped before reuse, as HTTP clients do.
 """

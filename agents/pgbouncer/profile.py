@@ -96,6 +96,18 @@ def _gauge_mean(snapshots: Sequence[Snapshot], name: str) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+#: The states of a server connection that is open in a pool (logging in aside).
+OPEN_SERVER_STATES = ("sv_active", "sv_idle", "sv_used")
+
+
+def open_server_connections(counts: Sequence[float | None]) -> float | None:
+    """Server connections open: the sum of the :data:`OPEN_SERVER_STATES` counts (a state
+    not read counts 0), or None when none was read."""
+    if all(count is None for count in counts):
+        return None
+    return sum(count or 0.0 for count in counts)
+
+
 def held_latency_ms(client_ms: float | None, pool_wait_ms: float | None) -> float | None:
     """The time a transaction holds its server connection: PgBouncer's transaction time
     (which starts when the client's first query arrives, so it includes the queue for a
@@ -213,11 +225,10 @@ def _extras(
         put("query_ms", 1000.0 * (counter_delta(first, last, "pgb_query_time_s") or 0.0) / queries)
     for gauge in ("pgb_cl_waiting", "pgb_sv_active", "pgb_sv_idle", "pgb_sv_used", "pgb_sv_login"):
         put(f"{gauge.removeprefix('pgb_')}_mean", _gauge_mean(snapshots, gauge))
-    open_parts = [
-        _gauge_mean(snapshots, g) for g in ("pgb_sv_active", "pgb_sv_idle", "pgb_sv_used")
-    ]
-    if any(part is not None for part in open_parts):
-        put(POOL_CONNECTIONS_EXTRA, sum(part or 0.0 for part in open_parts))
+    put(
+        POOL_CONNECTIONS_EXTRA,
+        open_server_connections([_gauge_mean(snapshots, f"pgb_{s}") for s in OPEN_SERVER_STATES]),
+    )
     put("maxwait_s_max", max((s.gauges.get("pgb_maxwait_s", 0.0) for s in snapshots), default=0.0))
     in_xact = activity.mean("in_xact")
     if in_xact:

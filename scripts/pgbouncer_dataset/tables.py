@@ -11,7 +11,12 @@ from typing import Any
 
 import pandas as pd
 
-from agents.pgbouncer.profile import busy_connections, held_latency_ms
+from agents.pgbouncer.profile import (
+    OPEN_SERVER_STATES,
+    busy_connections,
+    held_latency_ms,
+    open_server_connections,
+)
 from agents.profile import off_cpu_wait_ms, think_time_ms
 from agents.wire.workload import HOST_CPU_BUSY_EXTRA, POOL_CONNECTIONS_EXTRA
 from scripts.pgbouncer_dataset.cases import DEFAULT_SIZE, SIZE
@@ -128,9 +133,9 @@ def saturation_profile_row(
         ]
         if all(p is not None and math.isfinite(float(p)) for p in parts):
             added[HOST_CPU_BUSY_EXTRA] = sum(float(p) for p in parts if p is not None)
-    states = [extras.get(f"sv_{state}_mean") for state in ("active", "idle", "used")]
-    if POOL_CONNECTIONS_EXTRA not in extras and any(v is not None for v in states):
-        added[POOL_CONNECTIONS_EXTRA] = sum(float(v or 0.0) for v in states)
+    open_now = open_server_connections([extras.get(f"{s}_mean") for s in OPEN_SERVER_STATES])
+    if POOL_CONNECTIONS_EXTRA not in extras and open_now is not None:
+        added[POOL_CONNECTIONS_EXTRA] = open_now
     return dict(row) | {"extras": json.dumps(extras | added)}
 
 
