@@ -80,6 +80,8 @@ class Interval:
     cpu_busy: float | None
     #: Whether the pool stalled in the interval (None: the engine cannot tell).
     stalled: bool | None = None
+    #: Whether the last change was still taking effect (None: the engine cannot tell).
+    settling: bool | None = None
 
     def throughput(self, metric: ThroughputMetric) -> float:
         return self.tps if metric == "transactions" else self.qps
@@ -93,6 +95,7 @@ class Interval:
             knobs=dict(knobs),
             cpu_busy=self.cpu_busy,
             stalled=self.stalled,
+            settling=self.settling,
         )
 
 

@@ -35,6 +35,10 @@ class Sample:
     #: counter rose, or a group was stalled); None when the target cannot tell. The climber
     #: sets a stalled sample aside when it is an outlier of its tuple (docs/climber.md).
     stalled: bool | None = None
+    #: The target saw the last change still taking effect (PgBouncer: a pool opening server
+    #: connections while clients wait for them); None when the target cannot tell. The
+    #: climber discards such samples after a change, a bounded number (docs/climber.md).
+    settling: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

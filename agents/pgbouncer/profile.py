@@ -68,7 +68,25 @@ def interval(first: Snapshot, last: Snapshot, *, database: str | None = None) ->
         connections=round(clients_of(last)),
         latency_ms=mean_latency_ms(first, last) if database is None else None,
         cpu_busy=cpu_busy(first, last),
+        settling=pool_opening(first, last),
     )
+
+
+def pool_opening(first: Snapshot, last: Snapshot) -> bool | None:
+    """Whether the pools were still opening server connections for waiting clients between
+    the snapshots: clients waited at either end and more connections were open at the end.
+    PgBouncer opens one connection per pool at a time, so a pool that grew reaches its size
+    only after seconds to tens of seconds, and until then a sample measures a smaller pool
+    (docs/pgbouncer.md, "A pool opens slowly"). Logins that fail open nothing and do not
+    count. None when ``SHOW POOLS`` was not read."""
+    if "pgb_cl_waiting" not in last.gauges:
+        return None
+    waited = max(first.gauges.get("pgb_cl_waiting", 0.0), last.gauges["pgb_cl_waiting"]) > 0
+    return waited and (_open_servers(last) or 0.0) > (_open_servers(first) or 0.0)
+
+
+def _open_servers(snapshot: Snapshot) -> float | None:
+    return open_server_connections([snapshot.gauges.get(f"pgb_{s}") for s in OPEN_SERVER_STATES])
 
 
 def throughput_cv(snapshots: Sequence[Snapshot]) -> float:

@@ -41,8 +41,10 @@ class PooltuneClimber(Climber):
         self._suspended = False
         self._converged = False
         self._range: dict[str, tuple[int, int]] = {}
-        #: Samples still to discard after a knob change.
+        #: Samples still to discard after a knob change, and how many more may be while
+        #: the target says the change is still taking effect.
         self._lag_left = 0
+        self._settling_left = 0
         #: Samples still to measure for the search's request.
         self._pending = 0
         #: Samples in a row with connections but throughput at or below min_throughput.
@@ -77,7 +79,7 @@ class PooltuneClimber(Climber):
         self._current = self.space.clip(start)
         self._best = dict(self._current)
         self._range = dict(plausible_range or {})
-        self._lag_left = self.config.lag_samples
+        self._after_change()
         self._start_climb(cold=not self._range)
 
     def step(self, sample: Sample) -> dict[str, int]:
@@ -94,8 +96,7 @@ class PooltuneClimber(Climber):
         if self._waits(sample):
             return dict(self._current)
         level = self._evidence.level(sample.throughput, self._level_reference())
-        if self._lag_left > 0:
-            self._lag_left -= 1
+        if self._discard_as_lag(sample):
             self._lag_level = level
             return dict(self._current)
         if level is None:
@@ -109,6 +110,24 @@ class PooltuneClimber(Climber):
         return dict(self._current)
 
     # ----------------------------------------------------------------- rules
+    def _after_change(self) -> None:
+        self._lag_left = self.config.lag_samples
+        self._settling_left = self.config.settling_samples
+        self._lag_level = None
+
+    def _discard_as_lag(self, sample: Sample) -> bool:
+        """Whether ``sample`` still shows the last change taking effect: one of the
+        ``lag_samples`` after it, or a sample the target flags as settling, in a row right
+        after the lag and at most ``settling_samples`` of them."""
+        if self._lag_left > 0:
+            self._lag_left -= 1
+            return True
+        if sample.settling and self._settling_left > 0:
+            self._settling_left -= 1
+            return True
+        self._settling_left = 0
+        return False
+
     def _waits(self, sample: Sample) -> bool:
         """Suspend without connections, or after ``suspend_after`` samples in a row at or
         below ``min_throughput``; on resuming, discard one sample."""
@@ -193,8 +212,7 @@ class PooltuneClimber(Climber):
         target, count = request
         if target != self._current:
             self._current = target
-            self._lag_left = self.config.lag_samples
-            self._lag_level = None
+            self._after_change()
         self._pending = count
 
     # ----------------------------------------------------------------- hold

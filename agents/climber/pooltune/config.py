@@ -16,6 +16,10 @@ class PooltuneConfig:
 
     #: Samples discarded after each knob change (MariaDB: one 2-s sample is enough).
     lag_samples: int = 1
+    #: After the lag, samples the target flags as still taking the change in (PgBouncer: a
+    #: pool still opening server connections) are discarded too, at most this many after
+    #: one change (docs/climber.md, "Actuation lag").
+    settling_samples: int = 20
     #: Samples per probe before the first test, at most per visit before the reference is
     #: measured again (A/B/A), and the most a probe may take.
     min_samples: int = 2
@@ -114,8 +118,8 @@ class PooltuneConfig:
 
 
 _NON_NEGATIVE = (
-    "lag_samples z epsilon economy_epsilon tie_z prior_weight noise_memory cusum_slack "
-    "cusum_clip min_throughput cpu_cap_margin change_z slow_noise_cap confirm_z"
+    "lag_samples settling_samples z epsilon economy_epsilon tie_z prior_weight noise_memory "
+    "cusum_slack cusum_clip min_throughput cpu_cap_margin change_z slow_noise_cap confirm_z"
 ).split()
 _POSITIVE = (
     "min_samples prior_cv cusum_threshold min_change suspend_after recent_window fresh_steps "

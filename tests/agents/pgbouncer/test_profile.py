@@ -34,6 +34,7 @@ def snap(
     uptime: float = 1000.0,
     per_database: Mapping[str, float] | None = None,
     host_busy: float | None = None,
+    active_servers: float = 4.0,
 ) -> Snapshot:
     counters = {
         "pgb_xact_count": xacts,
@@ -62,7 +63,7 @@ def snap(
         gauges={
             "pgb_clients": clients,
             "pgb_cl_waiting": waiting,
-            "pgb_sv_active": 4.0,
+            "pgb_sv_active": active_servers,
             "pgb_sv_idle": 1.0,
         },
         cpu_seconds=cpu,
@@ -80,6 +81,20 @@ def test_an_interval_is_transactions_and_queries_per_second() -> None:
     assert rates.cpu_busy == pytest.approx(0.5)
     assert rates.connections == 10
     assert interval(first, last, database="a").tps == 300.0
+
+
+def test_a_pool_opening_connections_for_waiting_clients_is_settling() -> None:
+    def settling(before: float, after: float, waiting: float) -> bool | None:
+        first = snap(0.0, xacts=0, waiting=waiting, active_servers=before)
+        return interval(first, snap(2.0, xacts=100, active_servers=after)).settling
+
+    assert settling(20, 26, waiting=90) is True  # grew while clients queued
+    assert settling(26, 26, waiting=90) is False  # full: a queue alone is not settling
+    assert settling(20, 26, waiting=0) is False  # opened, but nobody was waiting
+    assert settling(26, 20, waiting=90) is False  # shrinking takes effect at once
+    first, last = snap(0.0, xacts=0), snap(2.0, xacts=100)
+    del last.gauges["pgb_cl_waiting"]
+    assert interval(first, last).settling is None
 
 
 def test_a_restart_of_either_server_is_no_sample() -> None:
