@@ -159,7 +159,9 @@ class Search:
             rules=Rules(gain_only=True),
             look_farther=not self._warm,
             tail_floor=(
-                dim.low if not self._warm and self.top[dim.name] >= 8 * self._cpu_count else None
+                max(dim.low, 2 * self._cpu_count)
+                if not self._warm and self.top[dim.name] >= 8 * self._cpu_count
+                else None
             ),
         )
         if self._warm:

@@ -78,6 +78,26 @@ def test_the_economy_walk_never_adds_up_small_losses() -> None:
         assert curve.expected(climber.best_tuple)[0] >= 0.93 * curve.peak()
 
 
+def test_the_walk_down_a_flat_tail_ends_at_twice_the_cores() -> None:
+    """Two cores, started at 20 (far above the cores, where a falling curve's tail is
+    flat) on a curve flat from 8 up that falls towards the smallest sizes (2 at 0.61, 4 at
+    0.89, as pgbench select-only through PgBouncer measured), under 8% noise: the walk down
+    the tail ends at twice the cores instead of stepping on to size 2; below that, steps
+    are bounded by what a probe may cost."""
+    curve = KneeCurve(rate=18000.0, knee_size=3.0, sharpness=3.0, connections=32, cores=2)
+    start = curve.expected({SIZE: 20})[0]
+    worst = []
+    for seed in range(16):
+        climber = pooltune(2)
+        run = drive(
+            climber, curve, start={SIZE: 20}, samples=150, noise=NoiseConfig(cv=0.08), seed=seed
+        )
+        worst.append(min(run.expected) / start)
+        assert curve.expected(climber.best_tuple)[0] >= 0.9 * start
+    # Before: a third of the seeds probed size 2 (0.61 of the start).
+    assert min(worst) >= 0.75, worst
+
+
 def test_a_workload_change_during_the_search_restarts_it() -> None:
     """The optimum moves from 8 to 48 while the climber is still searching (sample 20):
     the best tuple, measured again between probes, has moved beyond the noise, so the
