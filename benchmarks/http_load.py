@@ -29,6 +29,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: An open-loop answer later than this after its arrival is listed in ``Results.late``.
+LATE_S = 0.050
+
 
 @dataclass(frozen=True, slots=True)
 class Call:
@@ -62,6 +65,10 @@ class Results:
     offered_s: float | None = None
     #: Requests sent again on a fresh connection (:meth:`ConnectionPool.call`).
     resent: int = 0
+    #: Open loop: (arrival, answer) on the loop's clock (``time.monotonic``) of every request
+    #: answered more than :data:`LATE_S` after its arrival, and when the phase began.
+    late: list[tuple[float, float]] = field(default_factory=list)
+    started_at: float = 0.0
 
     @property
     def completed(self) -> int:
@@ -265,11 +272,15 @@ async def open_loop(
             outcome: Outcome | BaseException = await asyncio.wait_for(pool.call(call), timeout_s)
         except (OSError, asyncio.IncompleteReadError, ValueError, TimeoutError) as exc:
             outcome = exc
-        results.record(call, loop.time() - scheduled, outcome)
+        answered = loop.time()
+        results.record(call, answered - scheduled, outcome)
+        if answered - scheduled > LATE_S:
+            results.late.append((scheduled, answered))
         if on_answer is not None and isinstance(outcome, Outcome):
             on_answer(call, outcome)
 
     start = loop.time() + 0.05
+    results.started_at = start
     arrival = start
     end = start + seconds
     while True:

@@ -56,6 +56,7 @@ from benchmarks.http_load import (
     percentile,
     print_results,
 )
+from benchmarks.pauses import PauseMeter, describe
 from lab.databases import create_database, drop_database
 from lab.processes import free_port
 from service.recommendations.model_format import LinearKnobModel, LinearPredictor, dump_predictor
@@ -247,7 +248,7 @@ async def _closed(args: argparse.Namespace, port: int, work: Workload, meter: Cp
 
 
 async def _open(
-    args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter
+    args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter, pauses: PauseMeter
 ) -> list[Results]:
     steps: list[Results] = []
     # Warm-up (not counted): connections opened, caches filled, the JIT-less paths hot.
@@ -264,13 +265,24 @@ async def _open(
         )
         results, cpu = await measured(meter, step)
         print_results(f"open loop, Poisson arrivals at {rate:.0f}/s", results, cpu)
+        _print_pauses(results, pauses)
         steps.append(results)
         if not rec_p99(results) <= P99_TARGET_S:
             break
     return steps
 
 
-async def _ingest(args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter) -> Results:
+def _print_pauses(results: Results, pauses: PauseMeter) -> None:
+    """Requests answered over 50 ms late, in bursts, beside the machine's own pauses
+    (benchmarks/pauses.py): a burst with a pause inside may be the machine's, not the
+    service's."""
+    phase = pauses.between(results.started_at, results.started_at + results.elapsed_s)
+    print(describe(results.late, phase))
+
+
+async def _ingest(
+    args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter, pauses: PauseMeter
+) -> Results:
     def next_call() -> Call:
         if work._keys and work.rng.random() < args.resend_share:
             return work.resend_call()
@@ -290,6 +302,7 @@ async def _ingest(args: argparse.Namespace, port: int, work: Workload, meter: Cp
     print_results(
         f"ingest, reports only ({args.resend_share:.0%} re-sent with their key)", results, cpu
     )
+    _print_pauses(results, pauses)
     return results
 
 
@@ -420,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--workers", str(args.workers)]
     process = subprocess.Popen(command, env=env)
+    pauses = PauseMeter().start()
     try:
 
         async def run() -> None:
@@ -450,15 +464,19 @@ def main(argv: list[str] | None = None) -> int:
             closed = (
                 await _closed(args, port, work, meter) if args.mode in ("all", "closed") else None
             )
-            steps = await _open(args, port, work, meter) if args.mode in ("all", "open") else []
+            modes = ("all", "open")
+            steps = await _open(args, port, work, meter, pauses) if args.mode in modes else []
             ingest = (
-                await _ingest(args, port, work, meter) if args.mode in ("all", "ingest") else None
+                await _ingest(args, port, work, meter, pauses)
+                if args.mode in ("all", "ingest")
+                else None
             )
             await asyncio.sleep(0.5)  # let the last answered batch's commit settle
             _summary(closed, steps or [], ingest, _count_rows(database_url, work), args)
 
         asyncio.run(run())
     finally:
+        pauses.stop()
         process.terminate()
         try:
             process.wait(timeout=20)
