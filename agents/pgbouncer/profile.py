@@ -75,8 +75,8 @@ def interval(first: Snapshot, last: Snapshot, *, database: str | None = None) ->
 def pool_opening(first: Snapshot, last: Snapshot) -> bool | None:
     """Whether the pools were still opening server connections for waiting clients between
     the snapshots: clients waited at either end and more connections were open at the end.
-    PgBouncer opens one connection per pool at a time, so a pool that grew reaches its size
-    only after seconds to tens of seconds, and until then a sample measures a smaller pool
+    PgBouncer opens a pool's connections a few at a time, so a pool that grew reaches its
+    size only after seconds to tens of seconds, and until then a sample measures a smaller pool
     (docs/pgbouncer.md, "A pool opens slowly"). Logins that fail open nothing and do not
     count. None when ``SHOW POOLS`` was not read."""
     if "pgb_cl_waiting" not in last.gauges:

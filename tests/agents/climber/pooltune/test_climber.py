@@ -84,8 +84,8 @@ def test_discards_the_sample_after_each_change() -> None:
 def climb_a_slowly_opening_pool(
     *, flagged: bool, always: bool = False, seed: int = 0, samples: int = 150
 ) -> int:
-    """A pool that opens 4 connections per sample after it grows (PgBouncer opens one at a
-    time), on a curve rising in proportion to the pool up to its 128 clients; the target
+    """A pool that opens 4 connections per sample after it grows (PgBouncer opens them a few
+    at a time), on a curve rising in proportion to the pool up to its 128 clients; the target
     flags the samples taken while it opens when ``flagged`` (every sample when ``always``).
     Returns the size held after ``samples``."""
     curve = KneeCurve(rate=4800, knee_size=128, sharpness=30, connections=128, cores=2)
