@@ -151,6 +151,7 @@ class Search:
             self.top = {**self.top, dim.name: high_cap}
             self._event(EventKind.GUARD, f"{dim.name} cut to {high_cap}: connections")
             yield from self._visit_reference(self.top)
+        far_above = not self._warm and self.top[dim.name] >= 8 * self._cpu_count
         line = LineSearch(
             self,
             self._config,
@@ -158,11 +159,7 @@ class Search:
             high_cap=high_cap,
             rules=Rules(gain_only=True),
             look_farther=not self._warm,
-            tail_floor=(
-                max(dim.low, 2 * self._cpu_count)
-                if not self._warm and self.top[dim.name] >= 8 * self._cpu_count
-                else None
-            ),
+            tail_floor=max(dim.low, 2 * self._cpu_count) if far_above else None,
         )
         if self._warm:
             self._warm = False
