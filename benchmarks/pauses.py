@@ -22,6 +22,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+#: The helper's first line: it is watching.
+READY = "ready"
+
 
 @dataclass(frozen=True, slots=True)
 class Pause:
@@ -45,9 +48,14 @@ class PauseMeter:
         self._reader: threading.Thread | None = None
 
     def start(self) -> PauseMeter:
+        """Start the helper; returns once it is watching (its first line says so), so no
+        pause after this call goes unseen."""
         command = [sys.executable, "-m", "benchmarks.pauses"]
         command += ["--threshold-ms", str(self.threshold_ms)]
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        if self._process.stdout.readline().strip() != READY:
+            raise RuntimeError("the pause helper did not start")
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         return self
@@ -91,13 +99,17 @@ def bursts(windows: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     return merged
 
 
-def describe(late: Sequence[tuple[float, float]], pauses: Sequence[Pause]) -> str:
-    """One line: the late requests (``(arrival, answer)`` windows) in bursts, the machine's
-    pauses over the same phase, and how many bursts had a pause inside."""
+def describe(
+    late: Sequence[tuple[float, float]], pauses: Sequence[Pause], *, late_after_s: float
+) -> str:
+    """One line: the requests answered more than ``late_after_s`` late (``(arrival,
+    answer)`` windows) in bursts, the machine's pauses over the same phase, and how many
+    bursts had a pause inside."""
     groups = bursts(late)
     longest = max((p.length_s for p in pauses), default=0.0)
     return (
-        f"  answered late: {len(late)} in {len(groups)} bursts; machine pauses: "
+        f"  answered over {late_after_s * 1000:.0f} ms late: {len(late)} in {len(groups)} "
+        f"bursts; machine pauses: "
         f"{len(pauses)} (longest {longest * 1000:.0f} ms, "
         f"{sum(p.length_s for p in pauses) * 1000:.0f} ms in all); bursts with a pause "
         f"inside: {overlapping(groups, pauses)} of {len(groups)}"
@@ -109,6 +121,7 @@ def _watch(threshold_s: float) -> None:
         os.nice(-20)
     except OSError:
         pass  # not root: the highest priority this user may take is the default
+    print(READY, flush=True)
     last = time.monotonic()
     while True:
         time.sleep(0.001)

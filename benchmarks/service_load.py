@@ -46,6 +46,7 @@ from sqlalchemy.pool import NullPool
 
 from agents.knobs import Engine
 from benchmarks.http_load import (
+    LATE_S,
     Call,
     CpuMeter,
     Outcome,
@@ -273,11 +274,11 @@ async def _open(
 
 
 def _print_pauses(results: Results, pauses: PauseMeter) -> None:
-    """Requests answered over 50 ms late, in bursts, beside the machine's own pauses
+    """Requests answered over ``LATE_S`` late, in bursts, beside the machine's own pauses
     (benchmarks/pauses.py): a burst with a pause inside may be the machine's, not the
     service's."""
     phase = pauses.between(results.started_at, results.started_at + results.elapsed_s)
-    print(describe(results.late, phase))
+    print(describe(results.late, phase, late_after_s=LATE_S))
 
 
 async def _ingest(

@@ -18,7 +18,7 @@ class PooltuneConfig:
     lag_samples: int = 1
     #: After the lag, samples the target flags as still taking the change in (PgBouncer: a
     #: pool still opening server connections) are discarded too, at most this many after
-    #: one change (docs/climber.md, "Actuation lag").
+    #: one change (docs/climber.md, "Per sample").
     settling_samples: int = 20
     #: Samples per probe before the first test, at most per visit before the reference is
     #: measured again (A/B/A), and the most a probe may take.
