@@ -23,6 +23,8 @@ from service.db import build_engine, build_sessionmaker
 from service.errors import install_error_handlers
 from service.hosts.router import router as hosts_router
 from service.hot_db import AsyncEngineHotDB, BatchSettings, ThreadedHotDB, build_async_engine
+from service.logging_setup import ensure_logging
+from service.loop_lag import LoopLagWatch
 from service.observability import Metrics, ObservabilityMiddleware
 from service.recommendations.predictor_cache import PredictorCache
 from service.recommendations.router import router as recommendations_router
@@ -93,9 +95,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await asyncio.to_thread(_preload_models, app)
     if settings.gc_freeze:
         quiet_garbage_collector()
+    lag = LoopLagWatch(app.state.metrics.event_loop_lag, warn_ms=settings.loop_lag_warn_ms)
+    lag.start()
     try:
         yield
     finally:
+        await lag.stop()
         # Drain the batched writes first: every queued row is written before the engines go.
         await hot_db.close()
         if isinstance(hot_db, AsyncEngineHotDB):
@@ -106,6 +111,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    ensure_logging(settings.log_level)
     app = FastAPI(
         title="pooltune service",
         version="0.1.0",

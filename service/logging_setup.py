@@ -58,3 +58,11 @@ def configure_logging(level: str = "INFO") -> None:
         uvicorn_logger.propagate = True
     # The middleware writes one access line per request with the request id.
     logging.getLogger("uvicorn.access").disabled = True
+
+
+def ensure_logging(level: str = "INFO") -> None:
+    """:func:`configure_logging` in a process whose root logger has no handler yet: a worker
+    that uvicorn spawns (``--workers`` > 1) starts with none, and would otherwise print only
+    warnings, as bare messages. A process already set up (the CLI, a test) is left as is."""
+    if not logging.getLogger().handlers:
+        configure_logging(level)

@@ -35,7 +35,11 @@ def test_invalid_settings_exit_with_2(monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["migrate"]) == 2
 
 
-def test_serve_on_the_sqlite_default_answers_healthz_with_json_logs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_on_the_sqlite_default_answers_healthz_with_json_logs(
+    tmp_path: Path, workers: int
+) -> None:
+    """One process, or worker processes spawned by uvicorn: every log line is JSON."""
     port = _free_port()
     env = {
         **os.environ,
@@ -43,7 +47,8 @@ def test_serve_on_the_sqlite_default_answers_healthz_with_json_logs(tmp_path: Pa
         "POOLTUNE_ENVIRONMENT": "development",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "service.cli", "serve", "--port", str(port)]
+        + ["--workers", str(workers)],
         env=env,
         stderr=subprocess.PIPE,
         text=True,
@@ -64,5 +69,6 @@ def test_serve_on_the_sqlite_default_answers_healthz_with_json_logs(tmp_path: Pa
         process.terminate()
         _, stderr = process.communicate(timeout=15)
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    assert len(lines) == len(stderr.splitlines()), stderr
     access = [line for line in lines if line.get("route") == "/readyz"]
     assert access and access[0]["status"] == 200 and access[0]["request_id"]
