@@ -7,6 +7,10 @@ held every core. :class:`PauseMeter` runs it beside a benchmark; its clock is
 ``time.monotonic`` (one clock for every process on Linux), the clock of asyncio's loop, so
 a pause can be set against the requests answered late around it (docs/service.md).
 
+:class:`LoopStalls` does the same for the service's own workers: it reads their log and
+keeps each "event loop blocked" warning (service/loop_lag.py) as a pause of that worker's
+loop, so a burst of late answers can be told to be the loop held by a callback, or not.
+
 ``python -m benchmarks.pauses --threshold-ms 20`` runs the helper alone: one line per pause,
 ``<monotonic end s> <length s>``.
 """
@@ -14,6 +18,7 @@ a pause can be set against the requests answered late around it (docs/service.md
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +26,9 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
+
+from service.loop_lag import BLOCKED
 
 #: The helper's first line: it is watching.
 READY = "ready"
@@ -83,6 +91,63 @@ class PauseMeter:
         return [p for p in list(self.pauses) if p.end_s >= start_s and p.start_s <= end_s]
 
 
+class LoopStalls:
+    """Reads a service's log (its stderr, a text pipe) in a thread: every "event loop
+    blocked" line is kept as a :class:`Pause`, every other line passed on to ``echo``."""
+
+    def __init__(self, stream: IO[str], echo: IO[str]) -> None:
+        self.stalls: list[Pause] = []
+        self._stream, self._echo = stream, echo
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def start(self) -> LoopStalls:
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        for line in self._stream:
+            stall = _loop_stall(line)
+            if stall is None:
+                self._echo.write(line)
+                self._echo.flush()
+            else:
+                self.stalls.append(stall)
+
+    def between(self, start_s: float, end_s: float) -> list[Pause]:
+        """The stalls that overlap [start_s, end_s]."""
+        return [p for p in list(self.stalls) if p.end_s >= start_s and p.start_s <= end_s]
+
+
+@dataclass(frozen=True)
+class Watchers:
+    """The machine's pauses and the service loops' stalls, watched together."""
+
+    machine: PauseMeter
+    loops: LoopStalls
+
+    def describe(
+        self, late: Sequence[tuple[float, float]], start_s: float, end_s: float, late_after_s: float
+    ) -> str:
+        """:func:`describe` over the phase [start_s, end_s]."""
+        return describe(
+            late,
+            self.machine.between(start_s, end_s),
+            late_after_s=late_after_s,
+            stalls=self.loops.between(start_s, end_s),
+        )
+
+
+def _loop_stall(line: str) -> Pause | None:
+    """The stall a service log line reports, or None for any other line."""
+    if BLOCKED not in line:
+        return None
+    try:
+        entry = json.loads(line)
+        return Pause(float(entry["monotonic_s"]), float(entry["lag_ms"]) / 1000.0)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def overlapping(windows: Sequence[tuple[float, float]], pauses: Sequence[Pause]) -> int:
     """How many of the (start, end) ``windows`` contain part of a pause."""
     return sum(any(p.end_s >= a and p.start_s <= b for p in pauses) for a, b in windows)
@@ -100,19 +165,29 @@ def bursts(windows: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def describe(
-    late: Sequence[tuple[float, float]], pauses: Sequence[Pause], *, late_after_s: float
+    late: Sequence[tuple[float, float]],
+    pauses: Sequence[Pause],
+    *,
+    late_after_s: float,
+    stalls: Sequence[Pause] = (),
 ) -> str:
-    """One line: the requests answered more than ``late_after_s`` late (``(arrival,
-    answer)`` windows) in bursts, the machine's pauses over the same phase, and how many
-    bursts had a pause inside."""
+    """Two lines: the requests answered more than ``late_after_s`` late (``(arrival,
+    answer)`` windows) in bursts; the machine's pauses and the service loops' stalls over
+    the same phase, and how many bursts had one inside."""
     groups = bursts(late)
-    longest = max((p.length_s for p in pauses), default=0.0)
     return (
         f"  answered over {late_after_s * 1000:.0f} ms late: {len(late)} in {len(groups)} "
-        f"bursts; machine pauses: "
-        f"{len(pauses)} (longest {longest * 1000:.0f} ms, "
-        f"{sum(p.length_s for p in pauses) * 1000:.0f} ms in all); bursts with a pause "
-        f"inside: {overlapping(groups, pauses)} of {len(groups)}"
+        f"bursts\n  {_pauses_line('machine pauses', pauses, groups)}; "
+        f"{_pauses_line('service loop held', stalls, groups)}"
+    )
+
+
+def _pauses_line(name: str, pauses: Sequence[Pause], groups: Sequence[tuple[float, float]]) -> str:
+    longest = max((p.length_s for p in pauses), default=0.0)
+    return (
+        f"{name}: {len(pauses)} (longest {longest * 1000:.0f} ms, "
+        f"{sum(p.length_s for p in pauses) * 1000:.0f} ms in all), in "
+        f"{overlapping(groups, pauses)} of {len(groups)} bursts"
     )
 
 

@@ -17,7 +17,10 @@ machine:
 
 Per route it prints p50/p99/p999, throughput and errors, the server's share of the CPUs
 (its processes; PostgreSQL's and the generator's beside it), that the recommendation log
-holds a row per answered recommendation, and ends with the done-when checks. Bounded by
+holds a row per answered recommendation, and ends with the done-when checks. Per open-loop
+and ingest phase it counts the answers over 50 ms late, in bursts, and how many bursts had
+a pause of the machine or a held event loop of a service worker inside
+(:mod:`benchmarks.pauses`). Bounded by
 ``--requests`` and the durations; traffic only to 127.0.0.1.
 
     .venv/bin/python -m benchmarks.service_load [--mode all|closed|open|ingest]
@@ -57,7 +60,7 @@ from benchmarks.http_load import (
     percentile,
     print_results,
 )
-from benchmarks.pauses import PauseMeter, describe
+from benchmarks.pauses import LoopStalls, PauseMeter, Watchers
 from lab.databases import create_database, drop_database
 from lab.processes import free_port
 from service.recommendations.model_format import LinearKnobModel, LinearPredictor, dump_predictor
@@ -249,7 +252,7 @@ async def _closed(args: argparse.Namespace, port: int, work: Workload, meter: Cp
 
 
 async def _open(
-    args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter, pauses: PauseMeter
+    args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter, pauses: Watchers
 ) -> list[Results]:
     steps: list[Results] = []
     # Warm-up (not counted): connections opened, caches filled, the JIT-less paths hot.
@@ -273,16 +276,15 @@ async def _open(
     return steps
 
 
-def _print_pauses(results: Results, pauses: PauseMeter) -> None:
+def _print_pauses(results: Results, pauses: Watchers) -> None:
     """Requests answered over ``LATE_S`` late, in bursts, beside the machine's own pauses
-    (benchmarks/pauses.py): a burst with a pause inside may be the machine's, not the
-    service's."""
-    phase = pauses.between(results.started_at, results.started_at + results.elapsed_s)
-    print(describe(results.late, phase, late_after_s=LATE_S))
+    and the service loops' stalls (benchmarks/pauses.py): whose a burst may be."""
+    end = results.started_at + results.elapsed_s
+    print(pauses.describe(results.late, results.started_at, end, LATE_S))
 
 
 async def _ingest(
-    args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter, pauses: PauseMeter
+    args: argparse.Namespace, port: int, work: Workload, meter: CpuMeter, pauses: Watchers
 ) -> Results:
     def next_call() -> Call:
         if work._keys and work.rng.random() < args.resend_share:
@@ -430,11 +432,13 @@ def main(argv: list[str] | None = None) -> int:
         "POOLTUNE_ENVIRONMENT": "production",
         "POOLTUNE_LOG_LEVEL": "WARNING",
         "POOLTUNE_DB_POOL_SIZE": "10",
+        "POOLTUNE_LOOP_LAG_WARN_MS": "20",
     }
     command = [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--workers", str(args.workers)]
-    process = subprocess.Popen(command, env=env)
-    pauses = PauseMeter().start()
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    pauses = Watchers(PauseMeter().start(), LoopStalls(process.stderr, sys.stderr).start())
     try:
 
         async def run() -> None:
@@ -477,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
 
         asyncio.run(run())
     finally:
-        pauses.stop()
+        pauses.machine.stop()
         process.terminate()
         try:
             process.wait(timeout=20)

@@ -92,6 +92,13 @@ class Settings(BaseSettings):
         "full collection does not stall requests; `pooltune-service serve` turns it on "
         '(docs/service.md, "Scale").',
     )
+    loop_lag_warn_ms: float = Field(
+        default=100.0,
+        ge=0.0,
+        le=60_000.0,
+        description="Log a warning when a worker's event loop was held this long (it is "
+        "measured in `pooltune_event_loop_lag_seconds` either way; 0: no warning).",
+    )
     recommendation_log_linger_ms: float = Field(
         default=2.0, ge=0.0, le=1000.0, description="A log batch waits this long for company."
     )

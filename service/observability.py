@@ -56,6 +56,13 @@ class Metrics:
             ["engine", "stage"],
             registry=self.registry,
         )
+        self.event_loop_lag = Histogram(
+            "pooltune_event_loop_lag_seconds",
+            "How late this worker's event loop woke a 10-ms timer: time the loop was held "
+            "by a callback, which every request due meanwhile waited for.",
+            buckets=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=self.registry,
+        )
         self.model_version_in_use = Gauge(
             "pooltune_model_version_in_use",
             "Version number of the promoted model answering per engine (0: the heuristic).",

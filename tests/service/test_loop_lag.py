@@ -1,0 +1,74 @@
+"""The event-loop lag probe: a callback that holds the loop is measured and logged with
+the clock a benchmark can match to late answers; a free loop logs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+
+from service.loop_lag import BLOCKED, LoopLagWatch
+from service.observability import Metrics
+
+
+def _lags(metrics: Metrics) -> tuple[float, float]:
+    """(observations, their sum) of the lag histogram."""
+    samples = {s.name: s.value for s in metrics.registry.collect() for s in s.samples}
+    return (
+        samples["pooltune_event_loop_lag_seconds_count"],
+        samples["pooltune_event_loop_lag_seconds_sum"],
+    )
+
+
+def test_a_held_loop_is_logged_with_its_length_and_when(caplog: pytest.LogCaptureFixture) -> None:
+    metrics = Metrics()
+
+    async def scenario() -> tuple[float, float]:
+        watch = LoopLagWatch(metrics.event_loop_lag, warn_ms=100.0)
+        watch.start()
+        await asyncio.sleep(0.1)  # the free loop: wake-ups on time
+        held_from = time.monotonic()
+        time.sleep(0.3)  # a callback holding the loop
+        released = time.monotonic()
+        await asyncio.sleep(0.1)
+        await watch.stop()
+        return held_from, released
+
+    with caplog.at_level(logging.WARNING, logger="service.loop_lag"):
+        held_from, released = asyncio.run(scenario())
+    warnings = [r for r in caplog.records if r.getMessage() == BLOCKED]
+    assert len(warnings) == 1, [r.__dict__ for r in warnings]
+    entry = warnings[0].__dict__
+    assert 250 <= entry["lag_ms"] <= 1000
+    # The stall ends when the loop was let go, on the clock shared by every process.
+    assert released <= entry["monotonic_s"] <= released + 0.1
+    assert entry["monotonic_s"] - entry["lag_ms"] / 1000 <= held_from + 0.02
+    count, total = _lags(metrics)
+    assert count >= 10 and total >= 0.25
+
+
+def test_a_free_loop_warns_of_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    metrics = Metrics()
+
+    async def scenario() -> None:
+        watch = LoopLagWatch(metrics.event_loop_lag, warn_ms=100.0)
+        watch.start()
+        await asyncio.sleep(0.3)
+        await watch.stop()
+
+    with caplog.at_level(logging.WARNING, logger="service.loop_lag"):
+        asyncio.run(scenario())
+    assert not [r for r in caplog.records if r.getMessage() == BLOCKED]
+    count, _ = _lags(metrics)
+    assert count >= 5
+
+
+def test_no_warning_when_the_threshold_is_zero(caplog: pytest.LogCaptureFixture) -> None:
+    metrics = Metrics()
+    watch = LoopLagWatch(metrics.event_loop_lag, warn_ms=0.0)
+    with caplog.at_level(logging.WARNING, logger="service.loop_lag"):
+        assert watch.observe(now=10.5, due=10.0) == pytest.approx(0.5)
+    assert not caplog.records
+    assert _lags(metrics) == (1.0, pytest.approx(0.5))
