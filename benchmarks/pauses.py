@@ -36,10 +36,12 @@ READY = "ready"
 
 @dataclass(frozen=True, slots=True)
 class Pause:
-    """A wake-up ``length_s`` after the previous one, which ended at ``end_s``."""
+    """A wake-up ``length_s`` after the previous one, which ended at ``end_s`` (of a
+    service's loop: ``gc_s`` of it in its garbage collector)."""
 
     end_s: float
     length_s: float
+    gc_s: float = 0.0
 
     @property
     def start_s(self) -> float:
@@ -143,7 +145,8 @@ def _loop_stall(line: str) -> Pause | None:
         return None
     try:
         entry = json.loads(line)
-        return Pause(float(entry["monotonic_s"]), float(entry["lag_ms"]) / 1000.0)
+        gc_s = float(entry.get("gc_ms", 0.0)) / 1000.0
+        return Pause(float(entry["monotonic_s"]), float(entry["lag_ms"]) / 1000.0, gc_s)
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -184,9 +187,12 @@ def describe(
 
 def _pauses_line(name: str, pauses: Sequence[Pause], groups: Sequence[tuple[float, float]]) -> str:
     longest = max((p.length_s for p in pauses), default=0.0)
+    collector = sum(p.gc_s for p in pauses)
     return (
         f"{name}: {len(pauses)} (longest {longest * 1000:.0f} ms, "
-        f"{sum(p.length_s for p in pauses) * 1000:.0f} ms in all), in "
+        f"{sum(p.length_s for p in pauses) * 1000:.0f} ms in all"
+        + (f", {collector * 1000:.0f} ms of it garbage collection" if collector else "")
+        + "), in "
         f"{overlapping(groups, pauses)} of {len(groups)} bursts"
     )
 

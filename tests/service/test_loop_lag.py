@@ -4,6 +4,7 @@ the clock a benchmark can match to late answers; a free loop logs nothing."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 
@@ -45,8 +46,31 @@ def test_a_held_loop_is_logged_with_its_length_and_when(caplog: pytest.LogCaptur
     # The stall ends when the loop was let go, on the clock shared by every process.
     assert released <= entry["monotonic_s"] <= released + 0.1
     assert entry["monotonic_s"] - entry["lag_ms"] / 1000 <= held_from + 0.02
+    assert entry["gc_ms"] < 50 and entry["pid"] > 0  # the callback held it, not the collector
     count, total = _lags(metrics)
     assert count >= 10 and total >= 0.25
+
+
+def test_a_collection_during_the_stall_is_named(caplog: pytest.LogCaptureFixture) -> None:
+    metrics = Metrics()
+
+    async def scenario() -> None:
+        watch = LoopLagWatch(metrics.event_loop_lag, warn_ms=20.0)
+        watch.start()
+        await asyncio.sleep(0.05)
+        garbage = [[i] for i in range(300_000)]
+        started = time.perf_counter()
+        while time.perf_counter() - started < 0.05:
+            gc.collect()  # the loop held by full collections, at least 50 ms of them
+        del garbage
+        await asyncio.sleep(0.05)
+        await watch.stop()
+        assert watch.gc_clock not in gc.callbacks
+
+    with caplog.at_level(logging.WARNING, logger="service.loop_lag"):
+        asyncio.run(scenario())
+    entry = next(r.__dict__ for r in caplog.records if r.getMessage() == BLOCKED)
+    assert entry["gc_ms"] >= 40 and entry["gc_generation"] == 2
 
 
 def test_a_free_loop_warns_of_nothing(caplog: pytest.LogCaptureFixture) -> None:
