@@ -4,12 +4,11 @@ much of it the garbage collector took.
 Every request of a worker runs on its one event loop, so a callback that holds the loop
 (CPU work in a handler, a blocking call) delays every request due meanwhile. A timer that
 should fire every ``interval_s`` and fires later measures that delay for free: the lag is
-observed in ``pooltune_event_loop_lag_seconds`` and a lag over the warning threshold is
-logged with ``time.monotonic`` (one clock for every process on Linux), so
-a stall seen by a client can be matched to its worker; the warning says how long the
-collector ran meanwhile (``gc_ms``) and its oldest generation. A request that waits on the database
-while the loop runs freely shows no lag: the probe tells the two apart (docs/service.md,
-"Scale").
+observed in ``pooltune_event_loop_lag_seconds``, and a lag over the warning threshold is
+logged with ``time.monotonic`` (one clock for every process on Linux), so a stall seen by a
+client can be matched to its worker, and with how long the collector ran meanwhile
+(``gc_ms``) and its oldest generation. A request that waits on the database while the loop
+runs freely shows no lag: the probe tells the two apart (docs/service.md, "Scale").
 """
 
 from __future__ import annotations
