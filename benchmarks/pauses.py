@@ -90,7 +90,7 @@ class PauseMeter:
 
     def between(self, start_s: float, end_s: float) -> list[Pause]:
         """The pauses that overlap [start_s, end_s]."""
-        return [p for p in list(self.pauses) if p.end_s >= start_s and p.start_s <= end_s]
+        return within(self.pauses, start_s, end_s)
 
 
 class LoopStalls:
@@ -117,7 +117,7 @@ class LoopStalls:
 
     def between(self, start_s: float, end_s: float) -> list[Pause]:
         """The stalls that overlap [start_s, end_s]."""
-        return [p for p in list(self.stalls) if p.end_s >= start_s and p.start_s <= end_s]
+        return within(self.stalls, start_s, end_s)
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,11 @@ def _loop_stall(line: str) -> Pause | None:
         return Pause(float(entry["monotonic_s"]), float(entry["lag_ms"]) / 1000.0, gc_s)
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def within(pauses: Sequence[Pause], start_s: float, end_s: float) -> list[Pause]:
+    """The ``pauses`` that overlap [start_s, end_s] (a copy: a reader thread may append)."""
+    return [p for p in list(pauses) if p.end_s >= start_s and p.start_s <= end_s]
 
 
 def overlapping(windows: Sequence[tuple[float, float]], pauses: Sequence[Pause]) -> int:
