@@ -278,7 +278,7 @@ async def _open(
 
 def _print_pauses(results: Results, pauses: Watchers) -> None:
     """Requests answered over ``LATE_S`` late, in bursts, beside the machine's own pauses
-    and the service loops' stalls (benchmarks/pauses.py): whose a burst may be."""
+    and the service loops' stalls (benchmarks/pauses.py), to tell whose a burst may be."""
     end = results.started_at + results.elapsed_s
     print(pauses.describe(results.late, results.started_at, end, LATE_S))
 
