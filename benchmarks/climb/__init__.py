@@ -17,7 +17,7 @@ vocabulary"):
   in), ``noeffect`` (secondary knobs that do nothing, under stalls), ``secondary`` (a stall
   limit that multiplies throughput by 1.4–2.6 at a few tens of ms), ``cliff`` (throughput
   halves past twice the best size); and ``real``, every pool-size sweep of
-  datasets/mariadb-2core-v1 replayed (:mod:`benchmarks.climb.replay`).
+  datasets/mariadb-2core-v1 and -v2 replayed (:mod:`benchmarks.climb.replay`).
 - The noise is a function of the scenario's seed and the sample index only: every climber
   sees the same sequence.
 - Scores use the noise-free throughput of the tuple in force relative to the best of the

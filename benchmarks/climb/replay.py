@@ -1,4 +1,6 @@
-"""Replay of the real MariaDB curves in datasets/mariadb-2core-v1 (family "real").
+"""Replay of the real MariaDB curves of the measured datasets (family "real"):
+``datasets/mariadb-2core-v1`` and, once assembled, ``mariadb-2core-v2``; a case is named
+``<dataset>:<workload id>``.
 
 Every size of a case keeps its kept 1-s samples, three per visit, visited three times
 minutes apart. The replay of one 2-s sample at pool size ``n``:
@@ -14,7 +16,7 @@ minutes apart. The replay of one 2-s sample at pool size ``n``:
   in log, so the same size reads higher or lower minutes apart as it did on the server;
 - the truth the run is scored on is each size's mean (drift divided out), interpolated the
   same way; sizes above the largest measured take its samples. The secondary knobs were
-  swept at size 2 only (two cases), so here they have no effect.
+  swept at one size in a few cases only, so here they have no effect.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from functools import cache
 import numpy as np
 
 from agents.sim.model import SIZE_KNOB
-from trainer.sources.datasets import load_dataset
+from trainer.sources.datasets import MANIFEST, datasets_dir, load_dataset
 
-DATASET = "mariadb-2core-v1"
+#: The measured datasets replayed; one not assembled yet (no manifest) is skipped.
+DATASETS = ("mariadb-2core-v1", "mariadb-2core-v2")
 #: Samples per pass of the sweep (9 sizes × (5 s + 2 s dropped) ≈ 64 s of 2-s samples).
 VISIT_SAMPLES = 32
 
@@ -81,8 +84,17 @@ class RealCase:
 
 @cache
 def real_cases() -> dict[str, RealCase]:
-    """Every case of the dataset with a pool-size sweep, by workload id."""
-    dataset = load_dataset(DATASET)
+    """Every case of the assembled datasets with a pool-size sweep, by
+    ``<dataset>:<workload id>``."""
+    cases: dict[str, RealCase] = {}
+    for name in DATASETS:
+        if (datasets_dir() / name / MANIFEST).exists():
+            cases.update(_dataset_cases(name))
+    return cases
+
+
+def _dataset_cases(name: str) -> dict[str, RealCase]:
+    dataset = load_dataset(name)
     workloads = dataset.workloads.set_index("workload_id")
     curves = dataset.curves[dataset.curves["knob"] == SIZE_KNOB]
     cases: dict[str, RealCase] = {}
@@ -95,8 +107,8 @@ def real_cases() -> dict[str, RealCase]:
             tuple(x / drift[v] for v, visit in enumerate(visits) for x in visit)
             for visits in per_size
         )
-        cases[str(workload_id)] = RealCase(
-            workload_id=str(workload_id),
+        cases[f"{name}:{workload_id}"] = RealCase(
+            workload_id=f"{name}:{workload_id}",
             cores=int(row["cpu_count"]),
             clients=int(row["clients"]),
             sizes=tuple(int(v) for v in points["value"]),

@@ -137,7 +137,7 @@ def _moving_table(cold: dict[tuple[str, str], list[RunResult]], figures: Figures
 def _real_table(cold: dict[tuple[str, str], list[RunResult]], figures: Figures) -> None:
     cases = real_cases()
     write(
-        f"Real curves replayed (datasets/mariadb-2core-v1): where a curve differs beyond its "
+        f"Real curves replayed ({len(cases)} cases): where a curve differs beyond its "
         f"noise, share of runs ending ≥ {REAL_QUALITY:.2f} of the best (all starts / from the "
         f"default); where it is flat, share ending at most {REAL_SIZE_FACTOR}× the smallest "
         f"size tied with the best"
@@ -173,7 +173,7 @@ def _real_table(cold: dict[tuple[str, str], list[RunResult]], figures: Figures) 
             if not mine:
                 continue
             write(
-                f"  {case_id:<26}{'differs' if cases[case_id].differs else 'flat':>8}"
+                f"  {case_id:<40}{'differs' if cases[case_id].differs else 'flat':>8}"
                 f"{num(median(r.quality for r in mine)):>7}"
                 f"{num(percentile([r.quality for r in mine], 0.05)):>7}"
                 f"{fmt_t(median(r.final_size for r in mine)):>6} ({cases[case_id].tied_size})"

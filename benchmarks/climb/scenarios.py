@@ -14,8 +14,10 @@ BASE_FAMILIES = ("A", "B", "cpu", "io", "lock", "light")
 #: Real-world behaviour (issue 15): stalls and heavy tails, wide plateaus, an optimum that
 #: moves during the search, secondary knobs with no effect and with a large one, a cliff.
 NOISY_FAMILIES = ("stall", "plateau", "moving", "noeffect", "secondary", "cliff")
-#: Replays of the real curves of datasets/mariadb-2core-v1.
+#: Replays of the real curves of the measured MariaDB datasets (benchmarks.climb.replay).
 REAL_FAMILY = "real"
+#: The most real cases a quick (smoke) run replays.
+QUICK_REAL_CASES = 8
 FAMILIES = BASE_FAMILIES + NOISY_FAMILIES + (REAL_FAMILY,)
 SYNTHETIC_FAMILIES = BASE_FAMILIES + NOISY_FAMILIES
 #: Plateau curves: thread economy is scored on them.
@@ -64,8 +66,11 @@ class Scenario:
 
 def build_suite(seeds: int, *, quick: bool, real_cases: list[str]) -> list[Scenario]:
     """Every scenario: the first suite as before, the new families with four starts and a
-    noise sweep, wrong warm starts, and every real case from every start."""
+    noise sweep, wrong warm starts, and every real case from every start (a quick run:
+    every few, :data:`QUICK_REAL_CASES` at most)."""
     length = 160 if quick else 300
+    if quick and len(real_cases) > QUICK_REAL_CASES:
+        real_cases = real_cases[:: -(-len(real_cases) // QUICK_REAL_CASES)]
     suite: list[Scenario] = []
     for seed in range(seeds):
         for family in BASE_FAMILIES:

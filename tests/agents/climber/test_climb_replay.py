@@ -1,0 +1,44 @@
+"""The replay of real measured curves in ``benchmarks.climb`` (family "real"): every measured
+dataset is replayed, and a replayed size reads like the sweep measured it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.sim.model import SIZE_KNOB
+from benchmarks.climb.replay import DATASETS, Replay, real_cases
+from trainer.sources.datasets import MANIFEST, datasets_dir
+
+
+def test_every_assembled_dataset_is_replayed_under_its_name() -> None:
+    cases = real_cases()
+    assembled = [n for n in DATASETS if (datasets_dir() / n / MANIFEST).exists()]
+    assert "mariadb-2core-v1" in assembled
+    for name in assembled:
+        mine = [key for key in cases if key.startswith(f"{name}:")]
+        assert len(mine) >= 10, name
+    assert all(case.workload_id == key for key, case in cases.items())
+
+
+def test_a_replayed_size_reads_its_mean_whatever_else_was_asked() -> None:
+    case = real_cases()["mariadb-2core-v1:io_bound_read_write-c64"]
+    for point, size in enumerate(case.sizes):
+        replay = Replay(case, seed=3)
+        readings = [replay.sample(i, {SIZE_KNOB: size})[0] for i in range(400)]
+        # The drift between visits is multiplied back in; over 400 samples it averages out.
+        assert abs(np.mean(readings) / case.means[point] - 1.0) < 0.15, size
+    first, second = Replay(case, seed=5), Replay(case, seed=5)
+    low, high = case.sizes[0], case.sizes[-1]
+    asked_low = [first.sample(i, {SIZE_KNOB: low})[0] for i in range(50)]
+    _ = [second.sample(i, {SIZE_KNOB: high})[0] for i in range(50)]
+    again_low = [second.sample(i, {SIZE_KNOB: low})[0] for i in range(50)]
+    assert asked_low == again_low
+
+
+def test_between_measured_sizes_the_truth_is_interpolated_in_log_size() -> None:
+    case = real_cases()["mariadb-2core-v1:io_bound_read_write-c64"]
+    lower, upper = case.sizes[2], case.sizes[3]
+    middle = float(np.sqrt(lower * upper))
+    expected = 0.5 * (case.means[2] + case.means[3])
+    assert abs(case.truth(middle) - expected) < 1e-9 * expected
+    assert case.truth(case.sizes[-1] * 4) == case.means[-1]
