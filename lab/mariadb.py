@@ -60,6 +60,16 @@ def server_version() -> str:
     return words[words.index("Ver") + 1] if "Ver" in words[:-1] else ""
 
 
+#: What VERSION() appends to the release while binary logging is on.
+BINLOG_SUFFIX = "-log"
+
+
+def release_of(version: str) -> str:
+    """The release a running server's ``VERSION()`` names: ``-log`` (binary logging on, a
+    setting, not another binary) stripped, so it compares with :func:`server_version`."""
+    return version.removesuffix(BINLOG_SUFFIX)
+
+
 @dataclass
 class MariaDBServer:
     """A running server this process started, with what a client needs to reach it."""

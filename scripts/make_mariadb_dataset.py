@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lab.mariadb import release_of
 from scripts.mariadb_dataset.assemble import AssembleError, assemble
 from scripts.mariadb_dataset.cases import (
     FULL_TIMING,
@@ -248,7 +249,7 @@ def measure(
     def check_engine(version: str) -> None:
         # The pre-check compared the stored cases with `mariadbd --version`; the running
         # server must be that binary.
-        if version != host["engine_version"] and not args.allow_other_machine:
+        if release_of(version) != host["engine_version"] and not args.allow_other_machine:
             raise MachineMismatch(
                 f"the server reports {version}, but `mariadbd --version` says "
                 f"{host['engine_version']}: which server is this?"

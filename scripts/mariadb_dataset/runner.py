@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.sweep import SweepInterrupted, format_table, write_csv
+from lab.mariadb import release_of
 from scripts.mariadb_dataset.cases import Case, Timing, case_definition
 from scripts.mariadb_dataset.measure import (
     DatasetServer,
@@ -76,7 +77,7 @@ def make_record(
         workload_id=case.workload_id,
         status=status,
         definition=case_definition(case, timing),
-        host=dict(host) | {"engine_version": server.version},
+        host=dict(host) | {"engine_version": release_of(server.version)},
         server={
             "name": server.name,
             "version": server.version,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lab.mariadb import BINLOG_SUFFIX, release_of
 from scripts.mariadb_dataset.cases import OVERSUBSCRIBE, SIZE, STALL, Timing, select_cases
 from scripts.mariadb_dataset.catalogs import catalog
 from scripts.mariadb_dataset.host import host_facts
@@ -69,3 +70,27 @@ def test_a_measured_case_is_stored_and_found_done_by_the_next_run(tmp_path: Path
     states = case_states([case], stored, timing=SHORT, host=host, busy_cores=64.0)
     assert states[0].state == "done"
     assert within_budget(states, SHORT, max_minutes=None) == []
+
+
+def test_a_server_with_binary_logging_is_the_same_release(tmp_path: Path) -> None:
+    """With ``--log-bin`` VERSION() ends in ``-log``: the case keeps that report as the
+    server's, and the binary's release as the machine fact every case is compared on."""
+    (case,) = select_cases(catalog("v2"), patterns=["fsync_write_only-c4"])
+    host = host_facts()
+    reported: list[str] = []
+    (record,) = measure_cases(
+        [case],
+        dataset="mariadb-2core-v2",
+        out=tmp_path / "out",
+        timing=dataclasses.replace(SHORT, size_grid=(2,)),
+        host=host,
+        work_dir=tmp_path / "work",
+        stop=threading.Event(),
+        busy_cores=64.0,
+        command="test",
+        on_engine_version=reported.append,
+    )
+    assert [release_of(v) for v in reported] == [host["engine_version"]]
+    assert record.server["version"] == host["engine_version"] + BINLOG_SUFFIX
+    assert record.host["engine_version"] == host["engine_version"]
+    assert "--log-bin=binlog" in " ".join(record.server["command_line"])
