@@ -1,7 +1,8 @@
 """Trainer benchmark: simulated held-out figures, real leave-one-workload-out, calibration of
 ranges and predicted gains, widening out of distribution, inference time.
 
-    .venv/bin/python -m benchmarks.trainer [--trials 20] [--sim sim-v1] [--real mariadb-2core-v1]
+    .venv/bin/python -m benchmarks.trainer [--trials 20] [--sim sim-v1]
+        [--real mariadb-2core-v1,mariadb-2core-v2]
         [--weighting weights:0.1] [--compare finetune]
     .venv/bin/python -m benchmarks.trainer --sim '' --real pgbouncer-2core-v1
 
@@ -261,7 +262,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sim", default="sim-v1", help="simulated dataset ('' none)")
     parser.add_argument(
-        "--real", default="mariadb-2core-v1", help="real dataset(s), comma-separated ('' none)"
+        "--real",
+        default="mariadb-2core-v1,mariadb-2core-v2",
+        help="real dataset(s), comma-separated ('' none)",
     )
     parser.add_argument("--weighting", default="weights:0.1", help="kind:real_share")
     parser.add_argument(
