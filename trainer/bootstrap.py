@@ -35,7 +35,7 @@ def bootstrap_plan(
     plan: dict[Engine, tuple[str, ...]] = {}
     notes: list[str] = []
     for candidate in [engine] if engine is not None else list(BOOTSTRAP_DATASETS):
-        present = tuple(name for name in BOOTSTRAP_DATASETS.get(candidate, ()) if _bundled(name))
+        present = tuple(n for n in BOOTSTRAP_DATASETS.get(candidate, ()) if datasets.bundled(n))
         if not present:
             notes.append(
                 f"{candidate.value}: no bundled dataset; the service answers from its heuristic"
@@ -43,14 +43,6 @@ def bootstrap_plan(
             continue
         plan[candidate] = present
     return plan, notes
-
-
-def _bundled(name: str) -> bool:
-    try:
-        datasets.resolve(name)
-    except datasets.DatasetError:
-        return False
-    return True
 
 
 def workload_groups(dataset: str) -> int:

@@ -30,7 +30,7 @@ from functools import cache
 import numpy as np
 
 from agents.sim.model import SIZE_KNOB
-from trainer.sources.datasets import MANIFEST, datasets_dir, load_dataset
+from trainer.sources.datasets import bundled, load_dataset
 
 #: The measured datasets replayed; one not assembled yet (no manifest) is skipped.
 DATASETS = ("mariadb-2core-v1", "mariadb-2core-v2")
@@ -87,9 +87,8 @@ def real_cases() -> dict[str, RealCase]:
     """Every case of the assembled datasets with a pool-size sweep, by
     ``<dataset>:<workload id>``."""
     cases: dict[str, RealCase] = {}
-    for name in DATASETS:
-        if (datasets_dir() / name / MANIFEST).exists():
-            cases.update(_dataset_cases(name))
+    for name in filter(bundled, DATASETS):
+        cases.update(_dataset_cases(name))
     return cases
 
 

@@ -6,6 +6,7 @@ runs the same scenarios against exactly the same noise (DESIGN.md, "Benchmark vo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 CLIMBER_NAMES = ("pooltune", "reference", "dotnet", "hellerstein", "static")
@@ -70,7 +71,7 @@ def build_suite(seeds: int, *, quick: bool, real_cases: list[str]) -> list[Scena
     every few, :data:`QUICK_REAL_CASES` at most)."""
     length = 160 if quick else 300
     if quick and len(real_cases) > QUICK_REAL_CASES:
-        real_cases = real_cases[:: -(-len(real_cases) // QUICK_REAL_CASES)]
+        real_cases = real_cases[:: math.ceil(len(real_cases) / QUICK_REAL_CASES)]
     suite: list[Scenario] = []
     for seed in range(seeds):
         for family in BASE_FAMILIES:

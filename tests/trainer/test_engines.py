@@ -20,6 +20,7 @@ from service.recommendations.predictor_cache import PredictorCache
 from service.recommendations.service import recommend
 from tests.fixtures.postgres import scratch_database
 from trainer import baselines, simcorpus
+from trainer.bootstrap import bootstrap_plan
 from trainer.cli import app
 from trainer.evaluation import baseline_predictors
 from trainer.sources import datasets
@@ -159,3 +160,13 @@ def test_a_split_of_few_groups_leaves_neither_side_empty(datasets_dir: Path) -> 
     # Many groups: the usual hash split, about the fraction asked.
     _, test = split_by_group(examples, test_fraction=0.5, seed=0)
     assert 0 < len({e.group for e in test}) < 8
+
+
+def test_bootstrap_leaves_out_a_dataset_still_being_measured(datasets_dir: Path) -> None:
+    """A dataset folder with cases but no manifest yet (a resumable build half-way) is not
+    bundled: bootstrap trains on what is assembled and says so for the engine left bare."""
+    (datasets_dir / "mariadb-2core-v2" / "cases").mkdir(parents=True)
+    plan, notes = bootstrap_plan(None, None)
+    assert plan == {Engine.PGBOUNCER: ("pgbouncer-2core-v1",)}
+    assert notes == ["mariadb: no bundled dataset; the service answers from its heuristic"]
+    assert not datasets.bundled("mariadb-2core-v2") and datasets.bundled("pgbouncer-2core-v1")

@@ -66,6 +66,12 @@ def datasets_dir() -> Path:
     return Path(configured) if configured else Path(__file__).resolve().parents[2] / "datasets"
 
 
+def bundled(name: str) -> bool:
+    """Whether ``datasets_dir()`` holds dataset ``name`` assembled (with its manifest); a
+    folder still being measured is not one yet."""
+    return (datasets_dir() / name / MANIFEST).is_file()
+
+
 def resolve(name_or_path: str | Path) -> Path:
     path = Path(name_or_path)
     if path.is_dir():
@@ -73,7 +79,7 @@ def resolve(name_or_path: str | Path) -> Path:
     candidate = datasets_dir() / str(name_or_path)
     if candidate.is_dir():
         return candidate
-    known = sorted(p.name for p in datasets_dir().glob("*") if (p / MANIFEST).exists())
+    known = sorted(p.name for p in datasets_dir().glob("*") if bundled(p.name))
     raise DatasetError(
         f"no dataset {str(name_or_path)!r} (looked in {datasets_dir()}); "
         f"known: {', '.join(known) or 'none'}"
