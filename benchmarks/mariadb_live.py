@@ -8,6 +8,7 @@ with the oracle's. What is measured and how it is scored: docs/lab.md.
     python -m benchmarks.mariadb_live                       # 3 workloads x 2 (about 1 h)
     python -m benchmarks.mariadb_live --quick               # one small case (about 5 min)
     python -m benchmarks.mariadb_live --workloads io_bound --clients 64 --warm   # about 15 min
+    python -m benchmarks.mariadb_live --workloads io_bound --clients 64 --warm --repeats 3
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ DEFAULTS = LiveDefaults(
     quick_help="read_only at 16 clients, short",
     work_dir=Path("/tmp/pooltune-bench"),
     warm_help="after the cold agent, run it again from the real service's recommendation: a "
-    "model trained on sim-v1 and the real dataset without the workload (needs PostgreSQL)",
-    warm_dataset="mariadb-2core-v1",
+    "model trained on sim-v2 and the real datasets (--warm-dataset) without the workload "
+    "(needs PostgreSQL)",
+    warm_dataset="mariadb-2core-v1,mariadb-2core-v2",
 )
 
 

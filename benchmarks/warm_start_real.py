@@ -50,7 +50,7 @@ def real_comparison(
     work_dir: Path = Path("/tmp/pooltune-bench"),
 ) -> None:
     from benchmarks.live.cases import DATASET_GROUPS
-    from benchmarks.live.warm import WARM_SIM_WORKLOADS
+    from benchmarks.live.warm import WARM_SIM_DATASET, WARM_SIM_WORKLOADS
     from trainer.sources import datasets
 
     write(f"real MariaDB ({name}):")
@@ -89,7 +89,7 @@ def real_comparison(
 
     # The real cases alone, and with the simulated corpus as the service learns (what
     # `make run` bundles plus these cases: the live warm agent's model).
-    simulated = datasets.examples(datasets.load_dataset("sim-v1"))[:WARM_SIM_WORKLOADS]
+    simulated = datasets.examples(datasets.load_dataset(WARM_SIM_DATASET))[:WARM_SIM_WORKLOADS]
     for label, training in (("lightgbm", rest), ("lightgbm+sim", simulated + rest)):
         try:
             model = search_lightgbm(
@@ -157,4 +157,4 @@ def live_comparison(
         )
         run_case(workload, clients, plan, raw)
     cold_key, warm_key = case_key(workload, clients), case_key(workload, clients, warm=True)
-    print_warm_comparison(cold_key, raw[cold_key], raw[warm_key])
+    print_warm_comparison(cold_key, [raw[cold_key]], [raw[warm_key]])

@@ -144,7 +144,7 @@ def test_the_warm_comparison_scores_both_runs_by_the_same_sweep(
         "agent_sizes": [8] * 80,
         "knob_changes": 1,
     }
-    print_warm_comparison("io_boundx64", cold, warm)
+    print_warm_comparison("io_boundx64", [cold], [warm])
     lines = capsys.readouterr().out.splitlines()
     cold_row = next(line.split() for line in lines if line.startswith("cold"))
     warm_row = next(line.split() for line in lines if line.startswith("warm"))
@@ -199,3 +199,73 @@ def test_first_sustained_needs_a_whole_window_unless_partial_windows_count() -> 
     # 9 of 10 at or above the threshold is enough with hold 0.9; 8 of 10 is not.
     assert first_sustained([0.0] + [1.0] * 9, 1.0, window=10, hold=0.9) == 0
     assert first_sustained([0.0, 0.0] + [1.0] * 8, 1.0, window=10, hold=0.9) is None
+
+
+def test_repeated_warm_and_cold_runs_alternate_and_are_summarised_per_arm(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Three runs per arm: pairs alternate cold-warm, warm-cold, cold-warm (drift over the
+    case favours neither arm), each run is recorded under its own key, and each arm gets
+    its median and range; a T95 never reached ranks above every reached one."""
+    import dataclasses
+    from pathlib import Path
+
+    from benchmarks.live.case import CasePlan, case_key, recorded_runs
+    from benchmarks.live.report import print_warm_comparison
+    from benchmarks.live.warm import WarmService
+
+    service = WarmService(url="http://x", enrollment_token="t", description="d")
+    plan = CasePlan(
+        sizes=[1, 2],
+        sweep_seconds=1.0,
+        passes=1,
+        agent_seconds=10.0,
+        ab_seconds=1.0,
+        work_dir=Path("."),
+        warm=service,
+        repeats=3,
+    )
+    assert [label for label, _ in plan.runs()] == ["cold", "warm", "warm", "cold", "cold", "warm"]
+    swapped = dataclasses.replace(plan, warm_first=True).runs()
+    assert [label for label, _ in swapped[:2]] == ["warm", "cold"]
+    assert dataclasses.replace(plan, warm=None).runs() == [("cold", 0)]
+
+    sweep = {"1": [500.0] * 6, "2": [600.0] * 6, "4": [900.0] * 6, "8": [1000.0] * 6}
+    base = {"sweep": sweep, "default_size": 2, "ab_ratio": 1.0, "knob_changes": 1}
+
+    def run(start: int, final: int, source: str) -> dict[str, object]:
+        return base | {
+            "start_size": start,
+            "start_source": source,
+            "agent": [600.0] * 80,
+            "agent_sizes": [start] * 20 + [final] * 60,
+            "final_size": final,
+        }
+
+    raw = {
+        case_key("io_bound", 64, repeat=r, warm=w): run(s, f, "model" if w else "tuple_in_force")
+        for (r, w, s, f) in [
+            (0, False, 2, 8),
+            (1, False, 2, 4),
+            (2, False, 2, 2),
+            (0, True, 8, 8),
+            (1, True, 4, 8),
+            (2, True, 8, 4),
+        ]
+    }
+    assert "io_boundx64-warm-3" in raw
+    cold, warm = (recorded_runs(raw, "io_boundx64", warm=w) for w in (False, True))
+    assert [r["final_size"] for r in cold] == [8, 4, 2]
+    print_warm_comparison("io_boundx64", cold, warm)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:7]] == [
+        *(f"cold-{i}" for i in (1, 2, 3)),
+        *(f"warm-{i}" for i in (1, 2, 3)),
+    ]
+    cold_summary = next(line for line in lines if line.startswith("cold ") and "[" in line)
+    warm_summary = next(line for line in lines if line.startswith("warm ") and "[" in line)
+    # Cold: finals at 8, 4, 2 → 1.00, 0.90, 0.60; started at 2 (0.60) each time and only
+    # the first run ever reached 95% of the oracle.
+    assert "never [" in cold_summary and "0.90 [0.60, 1.00]" in cold_summary
+    assert "0.60 [0.60, 0.60]" in cold_summary
+    assert "1.00 [0.90, 1.00]" in warm_summary

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,17 +48,42 @@ class CasePlan:
     work_dir: Path
     warm: WarmService | None = None
     warm_first: bool = False
+    #: With a warm service: cold and warm runs each, in pairs whose order alternates.
+    repeats: int = 1
+
+    def runs(self) -> list[tuple[str, int]]:
+        """The agent runs in order, as (``cold`` or ``warm``, repeat index): one cold run
+        alone, else ``repeats`` pairs alternating cold-warm and warm-cold (``warm_first``
+        swaps them), so the server's drift over the case favours neither arm."""
+        if self.warm is None:
+            return [("cold", 0)]
+        order: list[tuple[str, int]] = []
+        for index in range(self.repeats):
+            pair = ["cold", "warm"] if (index % 2 == 0) != self.warm_first else ["warm", "cold"]
+            order += [(label, index) for label in pair]
+        return order
 
     def load_seconds(self) -> float:
         """How long the load must last: the sweep, then each agent run and its check."""
-        runs = 2 if self.warm is not None else 1
         sweep_s = self.sweep_seconds * len(self.sizes) * self.passes
-        return sweep_s + (self.agent_seconds + 4 * self.ab_seconds) * runs
+        return sweep_s + (self.agent_seconds + 4 * self.ab_seconds + SETTLE_S) * len(self.runs())
 
 
-def case_key(workload: str, clients: int, *, warm: bool = False) -> str:
-    """The case's key in ``--json`` files: ``read_onlyx16`` (``-warm`` for the warm run)."""
-    return f"{workload}x{clients}" + ("-warm" if warm else "")
+def case_key(workload: str, clients: int, *, warm: bool = False, repeat: int = 0) -> str:
+    """The case's key in ``--json`` files: ``read_onlyx16`` (``-warm`` for a warm run,
+    ``-2``, ``-3`` … for the repeats after the first)."""
+    suffix = f"-{repeat + 1}" if repeat else ""
+    return f"{workload}x{clients}" + ("-warm" if warm else "") + suffix
+
+
+def recorded_runs(raw: Mapping[str, Any], key: str, *, warm: bool) -> list[Mapping[str, Any]]:
+    """The recorded runs of one arm of case ``key`` (as :func:`case_key` names it), in
+    order."""
+    first = key + ("-warm" if warm else "")
+    runs = [raw[first]] if first in raw else []
+    while f"{first}-{len(runs) + 1}" in raw:
+        runs.append(raw[f"{first}-{len(runs) + 1}"])
+    return runs
 
 
 def measure_oracle(
@@ -150,14 +175,10 @@ def measure_case(
     config_for: AgentConfigFor,
 ) -> LiveCaseScore:
     """On a loaded server: the oracle sweep, then the agent run(s) of ``config_for``; record
-    the raw samples in ``raw`` (under :func:`case_key`) and score the cold run. With a warm
-    service the cold run enrols too (it starts from the tuple in force) and a warm run
-    starts from the service's recommendation."""
+    the raw samples in ``raw`` (under :func:`case_key`) and score the first cold run. With
+    a warm service the cold runs enrol too (they start from the tuple in force) and the
+    warm runs start from the service's recommendation (:meth:`CasePlan.runs`: their order)."""
     warm, work_dir = plan.warm, plan.work_dir
-    labels = ["cold"]
-    if warm is not None:
-        # The server drifts over a run (io_bound stalls grow): warm_first swaps the order.
-        labels = ["warm", "cold"] if plan.warm_first else ["cold", "warm"]
     sweep_dir = work_dir / f"{case_key(workload, clients)}-sweep"
     time.sleep(WARM_UP_S)
     oracle = measure_oracle(
@@ -171,14 +192,15 @@ def measure_case(
     )
     oracle_size = best_value(list(sweep_points(oracle["sweep"]).values()))
     assert oracle_size is not None, "the sweep kept no sample"
-    for index, label in enumerate(labels):
+    for index, (label, repeat) in enumerate(plan.runs()):
         if index:
             observer.set_size(oracle["default_size"])
             time.sleep(SETTLE_S)  # the default's steady state before the next agent
+        name = label + (f"-{repeat + 1}" if repeat else "")
         run = measure_agent(
             observer,
-            config_for(label, work_dir / f"{workload}-{label}"),
-            label=f"{workload} x{clients} {label}",
+            config_for(label, work_dir / f"{workload}x{clients}-{name}"),
+            label=f"{workload} x{clients} {name}",
             oracle_size=oracle_size,
             agent_seconds=plan.agent_seconds,
             ab_seconds=plan.ab_seconds,
@@ -187,7 +209,7 @@ def measure_case(
             cold=label == "cold" and warm is not None,
         )
         foreign = oracle["foreign_cores"] | run["foreign_cores"]
-        key = case_key(workload, clients, warm=label == "warm")
+        key = case_key(workload, clients, warm=label == "warm", repeat=repeat)
         raw[key] = oracle | run | {"foreign_cores": foreign}
     return score_case(workload, clients, raw[case_key(workload, clients)])
 

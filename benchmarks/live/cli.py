@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.knobs import Engine
-from benchmarks.live.case import CasePlan, case_key
+from benchmarks.live.case import CasePlan, case_key, recorded_runs
 from benchmarks.live.report import VERDICTS, print_table, print_warm_comparison
 from benchmarks.live.scoring import LiveCaseScore, score_case
 from benchmarks.live.warm import WarmService, warm_service
@@ -62,26 +62,43 @@ def live_parser(description: str, defaults: LiveDefaults) -> argparse.ArgumentPa
     parser.add_argument(
         "--warm-first", action="store_true", help="run the warm agent before the cold one"
     )
-    parser.add_argument("--warm-dataset", default=defaults.warm_dataset)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="with --warm: cold and warm runs each per case, in pairs whose order alternates "
+        "(cold-warm, warm-cold, …), one sweep for all",
+    )
+    parser.add_argument(
+        "--warm-dataset",
+        default=defaults.warm_dataset,
+        help="comma-separated real datasets the warm model learns from, without the workload",
+    )
     parser.add_argument("--warm-trials", type=int, default=5)
     return parser
 
 
 def rescore(recorded: dict[str, Any], *, after: AfterTable | None = None) -> None:
     """Print the tables of a ``--json`` file again."""
-    cold_cases = {k: v for k, v in recorded.items() if not k.endswith("-warm")}
+    cold_cases = {k: v for k, v in recorded.items() if "-" not in k}  # a case's first run
     results = [
         score_case(key.rpartition("x")[0], int(key.rpartition("x")[2]), case)
         for key, case in cold_cases.items()
     ]
     print_table(results)
     print(VERDICTS)
-    for key, case in cold_cases.items():
-        if f"{key}-warm" in recorded:
-            print(f"\n{key}: cold vs warm")
-            print_warm_comparison(key, case, recorded[f"{key}-warm"])
+    for key in cold_cases:
+        _print_warm(recorded, key)
     if after is not None:
         after(results)
+
+
+def _print_warm(raw: dict[str, Any], key: str) -> None:
+    """Cold vs warm for case ``key``, when it has warm runs."""
+    warm = recorded_runs(raw, key, warm=True)
+    if warm:
+        print(f"\n{key}: cold vs warm")
+        print_warm_comparison(key, recorded_runs(raw, key, warm=False), warm)
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:
@@ -99,7 +116,10 @@ def run_live(
 ) -> None:
     """``--rescore``, or every case of ``args`` through ``run_case``: a table per case, then
     all of them (and ``after``). With ``--warm``, each workload gets a warm service with a
-    ``sim_workloads``-strong sim share, shared by its cold and warm agents."""
+    ``sim_workloads``-strong sim share, shared by its cold and warm agents (``--repeats``
+    of each per case)."""
+    if args.repeats < 1:
+        raise SystemExit(f"--repeats must be at least 1, not {args.repeats}")
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     if args.rescore:
         rescore(json.loads(args.rescore.read_text()), after=after)
@@ -122,7 +142,8 @@ def run_live(
                         sim_workloads=sim_workloads,
                         trials=args.warm_trials,
                         work_dir=args.work_dir / f"warm-{workload}",
-                        agents=2 * len(client_counts),  # a cold and a warm agent each
+                        # a cold and a warm agent per repeat of each case
+                        agents=2 * args.repeats * len(client_counts),
                         engine=engine,
                     )
                 )
@@ -135,14 +156,13 @@ def run_live(
                 work_dir=args.work_dir,
                 warm=warm,
                 warm_first=args.warm_first,
+                repeats=args.repeats,
             )
             for clients in client_counts:
                 result = run_case(workload, clients, plan, raw)
                 results.append(result)
                 print_table([result])
-                key = case_key(workload, clients)
-                if f"{key}-warm" in raw:
-                    print_warm_comparison(key, raw[key], raw[f"{key}-warm"])
+                _print_warm(raw, case_key(workload, clients))
                 if args.json:
                     args.json.write_text(json.dumps(raw, indent=1))
     print()

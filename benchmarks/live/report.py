@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmarks.live.scoring import LiveCaseScore, score_case, sweep_at, sweep_points
+from benchmarks.live.scoring import LiveCaseScore, RunFigures, run_figures
 
 VERDICTS = (
     "verdict: met / MISSED = reached 95% of the oracle within 5 min or not, where the sweep"
@@ -35,22 +36,56 @@ def print_table(results: Sequence[LiveCaseScore]) -> None:
         )
 
 
-def print_warm_comparison(key: str, cold: Mapping[str, Any], warm: Mapping[str, Any]) -> None:
-    """Cold vs warm on the same server and sweep: the start's throughput by the sweep, T95,
-    the final size by the sweep and side by side, the knob changes."""
+def print_warm_comparison(
+    key: str, cold: Sequence[Mapping[str, Any]], warm: Sequence[Mapping[str, Any]]
+) -> None:
+    """Cold vs warm on the same server and sweep, a row per run in the order they ran: the
+    start's throughput by the sweep, T95, the final size by the sweep and side by side, the
+    knob changes; with repeats, each arm's median and range of T95, start/oracle and
+    final/oracle."""
     workload, _, clients = key.rpartition("x")
-    oracle = {size: point.mean for size, point in sweep_points(cold["sweep"]).items()}
-    best = max(oracle.values())
     print(
-        f"{'run':<5} {'start':>6} {'source':>17} {'start/oracle':>12} {'T95 s':>6} "
+        f"{'run':<7} {'start':>6} {'source':>17} {'start/oracle':>12} {'T95 s':>6} "
         f"{'final':>6} {'sweep@final':>11} {'A/B':>5} {'changes':>7}"
     )
-    for label, case in (("cold", cold), ("warm", warm)):
-        result = score_case(workload, int(clients), case)
-        start = int(case.get("start_size", case["default_size"]))
-        t95_text = "-" if result.t95_s is None else f"{result.t95_s:.0f}"
+    arms: dict[str, list[RunFigures]] = {}
+    for label, recorded in (("cold", cold), ("warm", warm)):
+        arms[label] = [run_figures(workload, int(clients), case) for case in recorded]
+        for index, (case, run) in enumerate(zip(recorded, arms[label], strict=True)):
+            name = label + (f"-{index + 1}" if len(recorded) > 1 else "")
+            t95_text = "-" if run.t95_s is None else f"{run.t95_s:.0f}"
+            print(
+                f"{name:<7} {run.start_size:>6} {case.get('start_source', '?'):>17} "
+                f"{run.start_share:>12.2f} {t95_text:>6} {run.final_size:>6} "
+                f"{run.final_share:>11.2f} {run.ab_ratio:>5.2f} {run.knob_changes:>7}"
+            )
+    if max(len(cold), len(warm)) > 1:
         print(
-            f"{label:<5} {start:>6} {case.get('start_source', '?'):>17} "
-            f"{sweep_at(oracle, start) / best:>12.2f} {t95_text:>6} {result.final_size:>6} "
-            f"{result.sweep_final:>11.2f} {result.ab_ratio:>5.2f} {result.knob_changes:>7}"
+            f"{'arm':<5} {'runs':>4}  {'T95 s median [range]':>24}  "
+            f"{'start/oracle median [range]':>28}  {'final/oracle median [range]':>28}"
         )
+        for label, figures in arms.items():
+            print(
+                f"{label:<5} {len(figures):>4}  "
+                f"{_spread([r.t95_s for r in figures], '.0f'):>24}  "
+                f"{_spread([r.start_share for r in figures], '.2f'):>28}  "
+                f"{_spread([r.final_share for r in figures], '.2f'):>28}"
+            )
+
+
+def _spread(values: Sequence[float | None], fmt: str) -> str:
+    """``median [lowest, highest]``; a missing value (T95 never reached) ranks above all."""
+    ranked = sorted(values, key=lambda v: math.inf if v is None else v)
+    if not ranked:
+        return "-"
+
+    def text(value: float | None) -> str:
+        return "never" if value is None else format(value, fmt)
+
+    middle = len(ranked) // 2
+    if len(ranked) % 2:
+        median = text(ranked[middle])
+    else:
+        low, high = ranked[middle - 1], ranked[middle]
+        median = "never" if low is None or high is None else format((low + high) / 2, fmt)
+    return f"{median} [{text(ranked[0])}, {text(ranked[-1])}]"

@@ -187,6 +187,37 @@ def score_case(workload: str, clients: int, case: Mapping[str, Any]) -> LiveCase
     )
 
 
+@dataclass(frozen=True)
+class RunFigures:
+    """One agent run of a case, scored by the case's sweep: where it started and ended
+    (shares of the oracle's mean), T95, the side-by-side check and its knob changes."""
+
+    start_size: int
+    start_share: float
+    t95_s: float | None
+    final_size: int
+    final_share: float
+    ab_ratio: float
+    knob_changes: int
+
+
+def run_figures(workload: str, clients: int, case: Mapping[str, Any]) -> RunFigures:
+    """:class:`RunFigures` of one recorded run (the start is scored by the sweep's mean
+    there, so a start at the oracle reads 1.00 whatever the server did at the time)."""
+    result = score_case(workload, clients, case)
+    oracle = {size: point.mean for size, point in sweep_points(case["sweep"]).items()}
+    start = int(case.get("start_size", case["default_size"]))
+    return RunFigures(
+        start_size=start,
+        start_share=sweep_at(oracle, start) / result.oracle_tps,
+        t95_s=result.t95_s,
+        final_size=result.final_size,
+        final_share=result.sweep_final,
+        ab_ratio=result.ab_ratio,
+        knob_changes=result.knob_changes,
+    )
+
+
 def done_when(results: Sequence[LiveCaseScore]) -> list[tuple[bool, str]]:
     """The live done-when checks over ``results``: where the sweep differs beyond its noise
     the agent reaches 95% of the oracle within 5 minutes (T95) and ends at ≥ 95% of it (by

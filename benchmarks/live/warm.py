@@ -7,11 +7,17 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agents.knobs import Engine
 from benchmarks.live.cases import DATASET_GROUPS
 
-#: Simulated workloads (of sim-v1) the warm model learns from besides the real cases.
+if TYPE_CHECKING:
+    from benchmarks.fleet import LiveService
+
+#: The simulated corpus the warm model learns from besides the real cases (as ``make run``'s
+#: bootstrap does), and how many of its workloads.
+WARM_SIM_DATASET = "sim-v2"
 WARM_SIM_WORKLOADS = 3000
 
 
@@ -37,29 +43,19 @@ def warm_service(
     engine: Engine = Engine.MARIADB,
 ) -> Iterator[WarmService]:
     """The real service on a fresh PostgreSQL database, with a model of ``engine`` promoted
-    by the real trainer CLI from what ``make run`` bundles (``sim_workloads`` of sim-v1;
-    none for an engine sim-v1 does not cover) plus the real dataset without any case of
-    ``workload``'s group (:data:`DATASET_GROUPS`, else the workload's own name): the warm
-    agent's host is one the model has never seen."""
+    by the real trainer CLI from what ``make run`` bundles (``sim_workloads`` of
+    :data:`WARM_SIM_DATASET`; none for an engine it does not cover) plus the real datasets
+    of ``real_dataset`` (comma-separated) without any case of ``workload``'s group
+    (:data:`DATASET_GROUPS`, else the workload's own name): the warm agent's host is one
+    the model has never seen."""
     from benchmarks import fleet
-    from trainer.sources import datasets
 
     held = DATASET_GROUPS.get(workload, workload)
-    real = datasets.load_dataset(real_dataset)
-    kept = real.workloads[real.workloads["group"] != held]
-    held_out = work_dir / f"{real_dataset}-without-{held}"
-    datasets.write_dataset(
-        held_out,
-        name=held_out.name,
-        workloads=kept,
-        curves=real.curves[real.curves["workload_id"].isin(set(kept["workload_id"]))],
-        command=f"{real_dataset} without the {held} cases (benchmarks/mariadb_live.py --warm)",
-        description={"source": real_dataset, "held_out_group": held},
-    )
+    names = [name for name in real_dataset.split(",") if name]
     with fleet.live_service(log_path=work_dir / "service.log") as service:
         if sim_workloads:
-            fleet.import_dataset(service, "sim-v1", limit=sim_workloads)
-        fleet.import_dataset(service, str(held_out))
+            fleet.import_dataset(service, WARM_SIM_DATASET, limit=sim_workloads)
+        kept = sum(_import_without(service, name, held=held, work_dir=work_dir) for name in names)
         training = fleet.train_and_promote(
             service,
             trials=trials,
@@ -70,8 +66,9 @@ def warm_service(
         )
         promoted = "promoted" if training.promoted else "NOT promoted (the service's heuristic)"
         description = (
-            f"model from {sim_workloads} sim-v1 workloads + {len(kept)} {real_dataset} cases "
-            f"without {held} ({trials} trials, {training.seconds:.0f} s): {promoted}"
+            f"model from {sim_workloads} {WARM_SIM_DATASET} workloads + {kept} cases of "
+            f"{' + '.join(names)} without {held} ({trials} trials, {training.seconds:.0f} s): "
+            f"{promoted}"
         )
         print(f"# warm service: {description}", flush=True)
         yield WarmService(
@@ -79,3 +76,24 @@ def warm_service(
             enrollment_token=service.enrollment_token(uses=agents, description="live benchmark"),
             description=description,
         )
+
+
+def _import_without(service: LiveService, name: str, *, held: str, work_dir: Path) -> int:
+    """Import real dataset ``name`` into ``service`` without the cases of group ``held``;
+    how many cases were imported."""
+    from benchmarks import fleet
+    from trainer.sources import datasets
+
+    real = datasets.load_dataset(name)
+    kept = real.workloads[real.workloads["group"] != held]
+    held_out = work_dir / f"{name}-without-{held}"
+    datasets.write_dataset(
+        held_out,
+        name=held_out.name,
+        workloads=kept,
+        curves=real.curves[real.curves["workload_id"].isin(set(kept["workload_id"]))],
+        command=f"{name} without the {held} cases (benchmarks/live --warm)",
+        description={"source": name, "held_out_group": held},
+    )
+    fleet.import_dataset(service, str(held_out))
+    return len(kept)
