@@ -60,12 +60,17 @@ def agent_config(
 
 
 def enrol(service: WarmService, target: Target) -> str:
-    """Enrol this host with ``service``; its agent token."""
+    """Enrol this host with ``service`` once, as an agent keeps its token in its state
+    directory; its agent token (the service refuses a second enrolment of a host)."""
     target.connect()
-    credentials = enroll_agent(
-        service.url, service.enrollment_token, target.host_facts(), timeout_s=30.0, max_attempts=3
-    )
-    return credentials.agent_token
+    facts = target.host_facts()
+    key = f"{facts.engine}:{facts.hostname}"
+    if key not in service.agent_tokens:
+        credentials = enroll_agent(
+            service.url, service.enrollment_token, facts, timeout_s=30.0, max_attempts=3
+        )
+        service.agent_tokens[key] = credentials.agent_token
+    return service.agent_tokens[key]
 
 
 def run_agent(

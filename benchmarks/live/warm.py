@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,9 @@ class WarmService:
     enrollment_token: str
     #: What the promoted model learned from (printed with the results).
     description: str
+    #: The agent token of each host enrolled, by ``engine:hostname`` (every run on a host
+    #: after the first uses it).
+    agent_tokens: dict[str, str] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
