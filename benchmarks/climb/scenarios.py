@@ -67,8 +67,8 @@ class Scenario:
 
 def build_suite(seeds: int, *, quick: bool, real_cases: list[str]) -> list[Scenario]:
     """Every scenario: the first suite as before, the new families with four starts and a
-    noise sweep, wrong warm starts, and every real case from every start (a quick run:
-    every few, :data:`QUICK_REAL_CASES` at most)."""
+    noise sweep, wrong warm starts, and every real case from every cold and warm start (a
+    quick run: every few, :data:`QUICK_REAL_CASES` at most)."""
     length = 160 if quick else 300
     if quick and len(real_cases) > QUICK_REAL_CASES:
         real_cases = real_cases[:: math.ceil(len(real_cases) / QUICK_REAL_CASES)]
@@ -96,6 +96,6 @@ def build_suite(seeds: int, *, quick: bool, real_cases: list[str]) -> list[Scena
                 if cv != 0.05:
                     suite.append(Scenario(family, cv, WIDE_STARTS[seed % 4], seed, length))
         for case in real_cases:
-            for start in WIDE_STARTS:
+            for start in WIDE_STARTS + WARM_STARTS:
                 suite.append(Scenario(REAL_FAMILY, 0.0, start, seed, length, case=case))
     return suite
