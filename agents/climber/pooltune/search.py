@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import replace
 
 from agents.climber.base import EventKind, KnobDim, KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
-from agents.climber.pooltune.economy import EconomyWalk, economy_rules, floor_below
+from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
-from agents.climber.pooltune.line_search import LineSearch, Program, Request, peak_distance
+from agents.climber.pooltune.line_search import LineSearch, Program, Request
+from agents.climber.pooltune.warm_start import verify_warm_start
 
 
 class Search:
@@ -163,7 +163,10 @@ class Search:
         )
         if self._warm:
             self._warm = False
-            yield from self._verify_warm_start(line, step)
+            high = self._range.get(dim.name, (0, self.top[dim.name]))[1]
+            yield from verify_warm_start(
+                self, self._config, line, step, cpu_count=self._cpu_count, range_high=high
+            )
         else:
             # Over-provisioned pools are checked downwards first.
             first_side = -1 if self.top[dim.name] > 2 * self._cpu_count else 1
@@ -200,44 +203,6 @@ class Search:
         # Bisect down to the nearest size known to lose (a whole step if none is known).
         yield from walk.run(min(1.0, (center - floor) / 2.0))
         self.top = dict(walk.chosen)
-
-    def _verify_warm_start(self, line: LineSearch, step: float) -> Program:
-        """A recommendation is a prior, not a fence: first compare the start with a clearly
-        smaller size (half, as far as a probe may go), quickly (a loss is not worth
-        measuring long: the economy walk looks for ties later); better there and the search
-        runs down from it, otherwise the range holds."""
-        dim = self._space.size
-        start = self.top[dim.name]
-        if start <= dim.low:
-            yield from line.run(step, 1)
-            return
-        h = min(1.0, self.max_step(dim, -1))
-        smaller = {**self.top, dim.name: min(start - 1, dim.from_unit(dim.to_unit(start) - h))}
-        rules = replace(
-            economy_rules(self._config, smaller, dim, self._cpu_count),
-            max_samples=None,
-            visit_samples=None,
-            gain_only=True,
-        )
-        verdict, forced = yield from self.probe(smaller, rules=rules)
-        if verdict is Verdict.BETTER and not forced:
-            line.high_bound = dim.to_unit(start)
-            line.center = dict(smaller)
-            self.top = dict(smaller)
-            yield from line.run_from(-1, 1.0)
-            return
-        if verdict is Verdict.WORSE and not forced:
-            line.worse.append(dim.to_unit(smaller[dim.name]))
-            # A curve that falls this steeply below the start puts the peak this far
-            # above it: beyond the range, the evidence contradicts the range, and the
-            # first step up follows the slope instead.
-            units = dim.to_unit(start) - dim.to_unit(smaller[dim.name])
-            distance = peak_distance(self.gain(self.top, smaller), units)
-            high = self._range.get(dim.name, (start, start))[1]
-            if distance > dim.to_unit(max(high, 1)) - dim.to_unit(start):
-                step = max(step, min(self._config.max_step, distance))
-        line.low_bound = dim.to_unit(smaller[dim.name])
-        yield from line.run(step, 1)
 
     def _secondary_search(self, dim: KnobDim, step: float) -> Program:
         """Search another knob (ties keep the value). Its first gain is re-tested before the

@@ -1,0 +1,151 @@
+"""A recommended start is a prior, not a fence: before the line search trusts the plausible
+range, the climb compares the start with a clearly smaller size, and from a start well
+above the cores keeps testing the cheap side down to the engine default while nothing
+there is shown to gain or to lose. Why: docs/climber.md ("Search", warm start).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass, replace
+
+from agents.climber.pooltune.config import PooltuneConfig
+from agents.climber.pooltune.economy import economy_rules
+from agents.climber.pooltune.evidence import Comparison, Rules, Verdict
+from agents.climber.pooltune.line_search import (
+    LineSearch,
+    Prober,
+    Program,
+    Request,
+    peak_distance,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """The sizes a walk down probed (largest first) and the last one's verdict."""
+
+    sizes: list[int]
+    last: Comparison
+
+
+def verify_warm_start(
+    prober: Prober,
+    config: PooltuneConfig,
+    line: LineSearch,
+    step: float,
+    *,
+    cpu_count: int,
+    range_high: int,
+) -> Program:
+    """Compare the start with a clearly smaller size (half, as far as a probe may go),
+    quickly (a loss is not worth measuring long: the economy walk looks for ties later).
+    From a start above twice the cores, a tie or an unproven verdict there walks on down
+    (:func:`_walk_down`). Better below and the search runs down from it; otherwise the
+    range holds, with a first step up as large as a steep fall below says the peak lies
+    beyond the range."""
+    dim = line.dim
+    start = prober.top[dim.name]
+    if start <= dim.low:
+        yield from line.run(step, 1)
+        return
+    h = min(1.0, prober.max_step(dim, -1))
+    smaller = {**prober.top, dim.name: min(start - 1, dim.from_unit(dim.to_unit(start) - h))}
+    rules = replace(
+        economy_rules(config, smaller, dim, cpu_count),
+        max_samples=None,
+        visit_samples=None,
+        gain_only=True,
+    )
+    verdict, forced = yield from prober.probe(smaller, rules=rules)
+    if _unproven(verdict, forced) and start > 2 * cpu_count:
+        walk = yield from _walk_down(
+            prober, line, smaller, rules, floor=max(dim.low, cpu_count), config=config
+        )
+        yield from _after_walk(prober, line, walk, start, step)
+        return
+    if verdict is Verdict.BETTER and not forced:
+        line.high_bound = dim.to_unit(start)
+        line.center = dict(smaller)
+        prober.top = dict(smaller)
+        yield from line.run_from(-1, 1.0)
+        return
+    if verdict is Verdict.WORSE and not forced:
+        line.worse.append(dim.to_unit(smaller[dim.name]))
+        # A curve that falls this steeply below the start puts the peak this far above it:
+        # beyond the range, the evidence contradicts the range, and the first step up
+        # follows the slope instead.
+        units = dim.to_unit(start) - dim.to_unit(smaller[dim.name])
+        distance = peak_distance(prober.gain(prober.top, smaller), units)
+        if distance > dim.to_unit(max(range_high, 1)) - dim.to_unit(start):
+            step = max(step, min(config.max_step, distance))
+    line.low_bound = dim.to_unit(smaller[dim.name])
+    yield from line.run(step, 1)
+
+
+def _walk_down(
+    prober: Prober,
+    line: LineSearch,
+    probe: dict[str, int],
+    rules: Rules,
+    *,
+    floor: int,
+    config: PooltuneConfig,
+) -> Generator[Request, None, _Walk]:
+    """The recommendation may be wrong (an over-sized pool on a flat, stalling curve ties
+    over a wide range): step by bounded step down to ``floor`` (the engine default), each
+    probe against the start, until one is shown to gain, or to lose more than
+    ``rollback_drop`` (the fall below a knee; a shelf's own dips lose less)."""
+    dim = line.dim
+    start = dict(prober.top)
+    shelf = -math.log1p(-config.rollback_drop)
+    sizes = [probe[dim.name]]
+    last = Comparison(Verdict.EQUAL)
+    while probe[dim.name] > floor and (
+        _unproven(*last) or (last.verdict is Verdict.WORSE and -prober.gain(probe, start) < shelf)
+    ):
+        h = min(1.0, prober.max_step(dim, -1))
+        value = dim.from_unit(dim.to_unit(probe[dim.name]) - h)
+        probe = {**probe, dim.name: max(floor, min(probe[dim.name] - 1, value))}
+        last = yield from prober.probe(probe, rules=rules)
+        sizes.append(probe[dim.name])
+    return _Walk(sizes, last)
+
+
+def _after_walk(prober: Prober, line: LineSearch, walk: _Walk, start: int, step: float) -> Program:
+    """Search on from what the walk down found: from a shown gain, down from it; else from
+    the size walked that measured highest against the start, inside the bracket of its
+    walked neighbours (a shown loss bounds it below); else, nothing walked measured above
+    the start, the range holds (sizes walked bound it below, as a shown tie did)."""
+    dim = line.dim
+    sizes = walk.sizes
+    verdict, forced = walk.last
+    if _unproven(verdict, forced):
+        # Nothing below was shown to lose: the economy walk may look there, with shown ties.
+        line.flat_votes += 1
+    if verdict is Verdict.BETTER and not forced:
+        line.high_bound = dim.to_unit(sizes[-2] if len(sizes) > 1 else start)
+        line.center = {**prober.top, dim.name: sizes[-1]}
+        prober.top = dict(line.center)
+        yield from line.run_from(-1, 1.0)
+        return
+    if verdict is Verdict.WORSE and not forced:
+        line.worse.append(dim.to_unit(sizes[-1]))
+    candidates = sizes if _unproven(verdict, forced) else sizes[:-1]
+    gains = [prober.gain({**prober.top, dim.name: size}, prober.top) for size in candidates]
+    if not candidates or max(gains) <= 0.0:
+        line.low_bound = dim.to_unit(sizes[0])
+        yield from line.run(step, 1)
+        return
+    index = gains.index(max(gains))
+    line.high_bound = dim.to_unit(sizes[index - 1] if index else start)
+    line.low_bound = dim.to_unit(sizes[index + 1]) if index + 1 < len(sizes) else -math.inf
+    line.center = {**prober.top, dim.name: sizes[index]}
+    prober.top = dict(line.center)
+    yield from line.run(0.5, 1)
+
+
+def _unproven(verdict: Verdict, forced: bool) -> bool:
+    """Neither a shown gain nor a shown loss: a tie, or any verdict the sample cap forced."""
+    return verdict is Verdict.EQUAL or forced
