@@ -66,10 +66,7 @@ def verify_warm_start(
         yield from _after_walk(prober, line, walk, start, step)
         return
     if verdict is Verdict.BETTER and not forced:
-        line.high_bound = dim.to_unit(start)
-        line.center = dict(smaller)
-        prober.top = dict(smaller)
-        yield from line.run_from(-1, 1.0)
+        yield from _descend(prober, line, smaller[dim.name], above=start)
         return
     if verdict is Verdict.WORSE and not forced:
         line.worse.append(dim.to_unit(smaller[dim.name]))
@@ -125,10 +122,7 @@ def _after_walk(prober: Prober, line: LineSearch, walk: _Walk, start: int, step:
         # Nothing below was shown to lose: the economy walk may look there, with shown ties.
         line.flat_votes += 1
     if verdict is Verdict.BETTER and not forced:
-        line.high_bound = dim.to_unit(sizes[-2] if len(sizes) > 1 else start)
-        line.center = {**prober.top, dim.name: sizes[-1]}
-        prober.top = dict(line.center)
-        yield from line.run_from(-1, 1.0)
+        yield from _descend(prober, line, sizes[-1], above=sizes[-2] if len(sizes) > 1 else start)
         return
     if verdict is Verdict.WORSE and not forced:
         line.worse.append(dim.to_unit(sizes[-1]))
@@ -144,6 +138,15 @@ def _after_walk(prober: Prober, line: LineSearch, walk: _Walk, start: int, step:
     line.center = {**prober.top, dim.name: sizes[index]}
     prober.top = dict(line.center)
     yield from line.run(0.5, 1)
+
+
+def _descend(prober: Prober, line: LineSearch, size: int, *, above: int) -> Program:
+    """A gain shown at ``size`` below the start: the search runs down from it, the size
+    probed above it bounding the bracket."""
+    line.high_bound = line.dim.to_unit(above)
+    line.center = {**prober.top, line.dim.name: size}
+    prober.top = dict(line.center)
+    yield from line.run_from(-1, 1.0)
 
 
 def _unproven(verdict: Verdict, forced: bool) -> bool:
