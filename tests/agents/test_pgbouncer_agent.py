@@ -119,13 +119,14 @@ def test_kill9_mid_climb_then_the_next_start_restores_every_pool_first(
     config = write_config(tmp_path, loaded, pools=["bench", "bench2"], climb_max_s=30)
     crashed = AgentProcess(config, agent_env(loaded), tmp_path / "crashed.log")
     try:
+        # The size in force, not only the ini line: the line is edited before RELOAD.
         crashed.wait_for(
-            lambda: "pool_size" in ini_line(loaded, "bench"), timeout=30, what="a change of bench"
+            lambda: pool_sizes(loaded)["bench"] != 20, timeout=30, what="a change of bench"
         )
     finally:
         crashed.kill()
     assert saved_tuple(config) == {"pool_size@bench": None}
-    assert pool_sizes(loaded)["bench"] != 20
+    assert "pool_size" in ini_line(loaded, "bench")
 
     config = write_config(tmp_path, loaded, pools=["bench", "bench2"], profile_window_s=6)
     restarted = AgentProcess(config, agent_env(loaded), tmp_path / "restarted.log")
