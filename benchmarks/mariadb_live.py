@@ -21,6 +21,7 @@ from benchmarks.live.case import run_case
 from benchmarks.live.cases import WORKLOADS
 from benchmarks.live.cli import LiveDefaults, live_parser, run_live
 from benchmarks.live.warm import WARM_SIM_WORKLOADS
+from trainer.bootstrap import bundled_by_domain
 
 DEFAULTS = LiveDefaults(
     workloads="read_only,read_write,io_bound",
@@ -33,7 +34,7 @@ DEFAULTS = LiveDefaults(
     warm_help="after the cold agent, run it again from the real service's recommendation: a "
     "model trained on sim-v2 and the real datasets (--warm-dataset) without the workload "
     "(needs PostgreSQL)",
-    warm_dataset="mariadb-2core-v1,mariadb-2core-v2",
+    warm_dataset=",".join(bundled_by_domain(Engine.MARIADB)[1]),
 )
 
 

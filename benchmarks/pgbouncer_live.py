@@ -23,6 +23,7 @@ from benchmarks.live.cli import LiveDefaults, live_parser, run_live
 from benchmarks.live.scoring import LiveCaseScore, done_when
 from benchmarks.pgbouncer.case import run_case
 from benchmarks.pgbouncer.cases import WORKLOADS
+from trainer.bootstrap import bundled_by_domain
 
 DEFAULTS = LiveDefaults(
     workloads="select_only,tpcb_like,sleep_20ms",
@@ -33,7 +34,7 @@ DEFAULTS = LiveDefaults(
     work_dir=Path("/tmp/pooltune-bench-pgbouncer"),
     warm_help="after the cold agent, run it again from the real service's recommendation: a "
     "PgBouncer model trained on the real dataset without the workload (needs PostgreSQL)",
-    warm_dataset="pgbouncer-2core-v1",
+    warm_dataset=",".join(bundled_by_domain(Engine.PGBOUNCER)[1]),
 )
 
 

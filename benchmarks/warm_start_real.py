@@ -50,7 +50,8 @@ def real_comparison(
     work_dir: Path = Path("/tmp/pooltune-bench"),
 ) -> None:
     from benchmarks.live.cases import DATASET_GROUPS
-    from benchmarks.live.warm import WARM_SIM_DATASET, WARM_SIM_WORKLOADS
+    from benchmarks.live.warm import WARM_SIM_WORKLOADS
+    from trainer.bootstrap import bundled_by_domain
     from trainer.sources import datasets
 
     write(f"real MariaDB ({name}):")
@@ -89,7 +90,11 @@ def real_comparison(
 
     # The real cases alone, and with the simulated corpus as the service learns (what
     # `make run` bundles plus these cases: the live warm agent's model).
-    simulated = datasets.examples(datasets.load_dataset(WARM_SIM_DATASET))[:WARM_SIM_WORKLOADS]
+    simulated = [
+        example
+        for corpus in bundled_by_domain(Engine.MARIADB)[0]
+        for example in datasets.examples(datasets.load_dataset(corpus))[:WARM_SIM_WORKLOADS]
+    ]
     for label, training in (("lightgbm", rest), ("lightgbm+sim", simulated + rest)):
         try:
             model = search_lightgbm(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agents.knobs import Engine
+from service.recommendations.intervals import SIMULATED
+from trainer.examples import dataset_domain
 from trainer.sources import datasets
 
 #: The bundled datasets each engine's bootstrap learns from (those not there are skipped).
@@ -43,6 +45,14 @@ def bootstrap_plan(
             continue
         plan[candidate] = present
     return plan, notes
+
+
+def bundled_by_domain(engine: Engine) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``engine``'s bootstrap datasets as (simulated corpora, real sweeps), for whatever must
+    learn as ``make run`` does (the live benchmarks' warm service)."""
+    names = BOOTSTRAP_DATASETS.get(engine, ())
+    simulated = tuple(name for name in names if dataset_domain(name) == SIMULATED)
+    return simulated, tuple(name for name in names if name not in simulated)
 
 
 def workload_groups(dataset: str) -> int:

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from agents.knobs import Engine
 from benchmarks.live.cases import DATASET_GROUPS
+from trainer.bootstrap import bundled_by_domain
 
 if TYPE_CHECKING:
     from benchmarks.fleet import LiveService
 
-#: The simulated corpus the warm model learns from besides the real cases (as ``make run``'s
-#: bootstrap does), and how many of its workloads.
-WARM_SIM_DATASET = "sim-v2"
+#: How many workloads of each simulated corpus ``make run``'s bootstrap learns from
+#: (:func:`trainer.bootstrap.bundled_by_domain`) the warm model takes.
 WARM_SIM_WORKLOADS = 3000
 
 
@@ -46,8 +46,8 @@ def warm_service(
     engine: Engine = Engine.MARIADB,
 ) -> Iterator[WarmService]:
     """The real service on a fresh PostgreSQL database, with a model of ``engine`` promoted
-    by the real trainer CLI from what ``make run`` bundles (``sim_workloads`` of
-    :data:`WARM_SIM_DATASET`; none for an engine it does not cover) plus the real datasets
+    by the real trainer CLI from what ``make run`` bundles (``sim_workloads`` of each of
+    ``engine``'s simulated corpora, if it has any) plus the real datasets
     of ``real_dataset`` (comma-separated) without any case of ``workload``'s group
     (:data:`DATASET_GROUPS`, else the workload's own name): the warm agent's host is one
     the model has never seen."""
@@ -56,8 +56,9 @@ def warm_service(
     held = DATASET_GROUPS.get(workload, workload)
     names = [name for name in real_dataset.split(",") if name]
     with fleet.live_service(log_path=work_dir / "service.log") as service:
-        if sim_workloads:
-            fleet.import_dataset(service, WARM_SIM_DATASET, limit=sim_workloads)
+        simulated = bundled_by_domain(engine)[0] if sim_workloads else ()
+        for corpus in simulated:
+            fleet.import_dataset(service, corpus, limit=sim_workloads)
         kept = sum(_import_without(service, name, held=held, work_dir=work_dir) for name in names)
         training = fleet.train_and_promote(
             service,
@@ -69,7 +70,8 @@ def warm_service(
         )
         promoted = "promoted" if training.promoted else "NOT promoted (the service's heuristic)"
         description = (
-            f"model from {sim_workloads} {WARM_SIM_DATASET} workloads + {kept} cases of "
+            f"model from {sim_workloads if simulated else 0} {'+'.join(simulated) or 'simulated'} "
+            f"workloads + {kept} cases of "
             f"{' + '.join(names)} without {held} ({trials} trials, {training.seconds:.0f} s): "
             f"{promoted}"
         )
