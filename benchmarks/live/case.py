@@ -16,7 +16,7 @@ from agents.config import AgentConfig, TargetSection
 from agents.sweep import best_value
 from agents.targets.mariadb import MariaDBTarget
 from benchmarks.live.agent_runs import agent_config, run_agent
-from benchmarks.live.cases import SIZE, WORKLOADS, metric_of
+from benchmarks.live.cases import DEFAULT_TABLES, SIZE, TABLES, WORKLOADS, metric_of
 from benchmarks.live.observer import Observer
 from benchmarks.live.oracle import measured_points, side_by_side, sweep_sizes
 from benchmarks.live.scoring import LiveCaseScore, score_case, sweep_noise, sweep_points
@@ -222,7 +222,8 @@ def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -
     if plan.warm is not None:
         server_args = SYNC_TIMING_ARGS + server_args
     with running_mariadb(prefix=f"pooltune-bench-{workload}-", extra_args=server_args) as server:
-        load = SysbenchLoad(server, tables=4, table_size=20_000)
+        tables, rows = TABLES.get(workload, DEFAULT_TABLES)
+        load = SysbenchLoad(server, tables=tables, table_size=rows)
         load.prepare(test)
         time_s = int(plan.load_seconds() + 120)
         with load.running(test, threads=clients, time_s=time_s) as sysbench:

@@ -22,7 +22,13 @@ WORKLOADS: dict[str, tuple[str, tuple[str, ...]]] = {
             "--innodb-buffer-pool-size=8M",
         ),
     ),
+    # Autocommit updates of 4 rows: statements queue on row locks (the v2 dataset's
+    # hot_row_updates, best at one group).
+    "hot_row_updates": ("oltp_update_non_index", ()),
 }
+#: The tables a workload runs on, (tables, rows), where not :data:`DEFAULT_TABLES`.
+DEFAULT_TABLES = (4, 20_000)
+TABLES = {"hot_row_updates": (1, 4)}
 
 #: The real dataset's workload group of each live workload (held out of the warm model).
 DATASET_GROUPS = {
@@ -30,9 +36,11 @@ DATASET_GROUPS = {
     "read_only": "oltp_read_only",
     "read_write": "oltp_read_write",
     "io_bound": "io_bound_read_write",
+    "hot_row_updates": "hot_row_updates",
 }
 
 
 def metric_of(workload: str) -> ThroughputMetric:
-    """Point selects are autocommit statements (no transactions): measured in queries/s."""
-    return "queries" if workload == "point_select" else "transactions"
+    """Point selects and hot-row updates are autocommit statements (no transactions):
+    measured in queries/s."""
+    return "queries" if workload in ("point_select", "hot_row_updates") else "transactions"

@@ -22,7 +22,7 @@ def print_table(results: Sequence[LiveCaseScore]) -> None:
         f"{'final':>11}{'/oracle':>9}{'/default':>9}{'sweep':>7}{'A/B':>6}{'T95 s':>7}"
         f"{'changes':>8}{'worst':>7}{'dip':>6}  verdict"
     )
-    print(header + "   (point_select in queries/s, the others in transactions/s)")
+    print(header + "   (point_select, hot_row_updates in queries/s, the others in transactions/s)")
     print("-" * len(header))
     for r in results:
         t95_text = "-" if r.t95_s is None else f"{r.t95_s:.0f}"
