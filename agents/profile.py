@@ -82,6 +82,8 @@ class Interval:
     stalled: bool | None = None
     #: Whether the last change was still taking effect (None: the engine cannot tell).
     settling: bool | None = None
+    #: Row-lock waits per client statement (None: the engine cannot tell).
+    lock_waits: float | None = None
 
     def throughput(self, metric: ThroughputMetric) -> float:
         return self.tps if metric == "transactions" else self.qps
@@ -96,6 +98,7 @@ class Interval:
             cpu_busy=self.cpu_busy,
             stalled=self.stalled,
             settling=self.settling,
+            lock_waits=self.lock_waits,
         )
 
 
@@ -158,6 +161,14 @@ def pool_stalled(first: Snapshot, last: Snapshot) -> bool | None:
     return after > before or (stalled_now is not None and stalled_now > 0)
 
 
+def lock_waits_per_statement(first: Snapshot, last: Snapshot) -> float | None:
+    """InnoDB row-lock waits per client statement between the snapshots (None: unknown,
+    or no statement ran)."""
+    waits = counter_delta(first, last, "Innodb_row_lock_waits")
+    statements = client_statements(first, last)
+    return waits / statements if waits is not None and statements > 0 else None
+
+
 def interval(first: Snapshot, last: Snapshot) -> Interval:
     """The rates between two snapshots; raises :class:`ProfileError` if unusable."""
     duration = last.taken_at - first.taken_at
@@ -173,6 +184,7 @@ def interval(first: Snapshot, last: Snapshot) -> Interval:
         latency_ms=mean_latency_ms(first, last),
         cpu_busy=cpu_busy(first, last),
         stalled=pool_stalled(first, last),
+        lock_waits=lock_waits_per_statement(first, last),
     )
 
 

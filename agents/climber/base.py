@@ -39,6 +39,10 @@ class Sample:
     #: connections while clients wait for them); None when the target cannot tell. The
     #: climber discards such samples after a change, a bounded number (docs/climber.md).
     settling: bool | None = None
+    #: Row-lock waits per client statement over the sample (MariaDB:
+    #: ``Innodb_row_lock_waits``); None when the target cannot tell. Where statements queue
+    #: on row locks, CPU use need not be useful work (docs/climber.md, "Search").
+    lock_waits: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

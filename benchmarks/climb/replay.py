@@ -56,6 +56,9 @@ class RealCase:
     #: within the noise of the best.
     differs: bool
     tied_size: int
+    #: Row-lock waits per statement in the case's profile (at the default size): every
+    #: replayed sample shows it, the sweep did not keep it per size.
+    lock_waits: float = 0.0
 
     def weights(self, size: float) -> tuple[int, int, float]:
         """Indices of the measured sizes around ``size`` and the upper one's weight."""
@@ -118,8 +121,16 @@ def _dataset_cases(name: str) -> dict[str, RealCase]:
             drift=tuple(drift),
             differs=bool(row["differs_beyond_noise"]),
             tied_size=int(row["best_thread_pool_size"]),
+            lock_waits=_per_statement(row["lock_waits_per_s"], row["qps"]),
         )
     return cases
+
+
+def _per_statement(per_s: float, qps: float) -> float:
+    """A rate per second as a count per statement (0 where either is unknown)."""
+    if not (np.isfinite(per_s) and np.isfinite(qps)) or qps <= 0:
+        return 0.0
+    return float(per_s / qps)
 
 
 def _visits(samples_json: str, visit_means_json: str) -> list[list[float]]:

@@ -119,6 +119,7 @@ def run_one(args: tuple[str, Scenario]) -> RunResult:
                 knobs=seen.knobs,
                 cpu_busy=seen.cpu_busy,
                 stalled=seen.stalled,
+                lock_waits=seen.lock_waits,
             )
         )
     normalised = truth / peaks

@@ -38,6 +38,8 @@ class Observation:
     #: Noise-free throughput of the tuple in force, and the best of the tuple space now.
     truth: float
     peak: float
+    #: Row-lock waits per statement (None: not modelled).
+    lock_waits: float | None = None
 
 
 class World(Protocol):
@@ -222,6 +224,7 @@ class ReplayWorld:
             stalled=None,
             truth=self.truth(knobs),
             peak=self.case.peak(),
+            lock_waits=self.case.lock_waits,
         )
 
     def truth(self, knobs: Mapping[str, int]) -> float:

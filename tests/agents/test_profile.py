@@ -63,6 +63,17 @@ def test_rates_exclude_the_agents_own_statements() -> None:
     assert rates.throughput("queries") == rates.qps
     assert rates.connections == 10
     assert rates.latency_ms is None
+    # 10 row-lock waits over 9,950 client statements: what the climber's CPU guard reads.
+    assert rates.lock_waits == pytest.approx(10 / 9950)
+    assert rates.climber_sample({"thread_pool_size": 2}, rates.tps).lock_waits == rates.lock_waits
+
+
+def test_lock_waits_are_unknown_without_the_counter_or_statements() -> None:
+    without = snap(10, questions=2000, commits=200)
+    del without.counters["Innodb_row_lock_waits"]
+    assert interval(snap(0, questions=1000, commits=100), without).lock_waits is None
+    idle = interval(snap(0, questions=1000, commits=100), snap(10, questions=1000, commits=100))
+    assert idle.lock_waits is None
 
 
 def test_profile_fields_and_their_estimates() -> None:

@@ -101,7 +101,9 @@ class PooltuneClimber(Climber):
             return dict(self._current)
         if level is None:
             return dict(self._current)  # a stall with nothing measured yet to weigh it by
-        self._evidence.record(self._current, level, sample.cpu_busy, sample.stalled)
+        self._evidence.record(
+            self._current, level, sample.cpu_busy, sample.stalled, sample.lock_waits
+        )
         if self._change is not None:
             if not sample.stalled:  # a stall the target saw says nothing of the workload
                 self._hold(level, sample.connections)

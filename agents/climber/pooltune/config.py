@@ -110,6 +110,10 @@ class PooltuneConfig:
     #: Size ``n`` below the cores is not probed when the server uses more than this many
     #: times ``n`` cores at the best tuple (it would cap its CPU). 0 disables.
     cpu_cap_margin: float = 1.1
+    #: ... unless this many row-lock waits per statement or more were seen there: threads
+    #: queueing on row locks burn CPU on the contention itself, and fewer can win
+    #: (docs/climber.md, "Search"). 0 disables the exception.
+    lock_contention: float = 0.2
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -119,7 +123,8 @@ class PooltuneConfig:
 
 _NON_NEGATIVE = (
     "lag_samples settling_samples z epsilon economy_epsilon tie_z prior_weight noise_memory "
-    "cusum_slack cusum_clip min_throughput cpu_cap_margin change_z slow_noise_cap confirm_z"
+    "cusum_slack cusum_clip min_throughput cpu_cap_margin lock_contention change_z "
+    "slow_noise_cap confirm_z"
 ).split()
 _POSITIVE = (
     "min_samples prior_cv cusum_threshold min_change suspend_after recent_window fresh_steps "

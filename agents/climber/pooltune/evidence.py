@@ -91,7 +91,9 @@ class Evidence:
         #: The climber's step count: the recent window ends here.
         self.now = 0
         self._readings: dict[TupleKey, list[Reading]] = {}
-        self._cpu_busy: dict[TupleKey, list[tuple[int, float]]] = {}
+        #: What the server showed beside throughput, per tuple: (step, value) of "cpu"
+        #: (cores busy) and "locks" (row-lock waits per statement).
+        self._signals: dict[str, dict[TupleKey, list[tuple[int, float]]]] = {}
         self._visit = 0
         self._last_key: TupleKey | None = None
         #: Noise learnt in earlier climbs: variance and its degrees of freedom.
@@ -110,7 +112,7 @@ class Evidence:
             ) / total
             self._learnt_dof = min(total, self.config.noise_memory)
         self._readings.clear()
-        self._cpu_busy.clear()
+        self._signals.clear()
         self._last_key = None
         self._noise_cache = None
 
@@ -120,6 +122,7 @@ class Evidence:
         level: float,
         cpu_busy: float | None,
         stalled: bool | None = None,
+        lock_waits: float | None = None,
     ) -> None:
         key = tuple_key(knobs)
         if key != self._last_key:
@@ -129,8 +132,10 @@ class Evidence:
             Reading(self.now, level, bool(stalled), self._visit)
         )
         self._records += 1
-        if cpu_busy is not None and math.isfinite(cpu_busy):
-            self._cpu_busy.setdefault(key, []).append((self.now, cpu_busy))
+        for signal, value in (("cpu", cpu_busy), ("locks", lock_waits)):
+            if value is not None and math.isfinite(value):
+                per_tuple = self._signals.setdefault(signal, {})
+                per_tuple.setdefault(key, []).append((self.now, value))
 
     # ----------------------------------------------------------------- samples
     def _window(self, knobs: Mapping[str, int], window: int) -> list[Reading]:
@@ -178,11 +183,13 @@ class Evidence:
             grouped.setdefault(reading.visit, []).append(reading)
         return [self._kept(grouped[visit]) for visit in sorted(grouped)]
 
-    def cpu_used(self, knobs: Mapping[str, int]) -> float:
-        """Mean CPU cores the server used at ``knobs`` in the recent window (0 if unknown)."""
+    def signal(self, signal: str, knobs: Mapping[str, int]) -> float:
+        """The mean of ``signal`` ("cpu": cores busy, "locks": row-lock waits per
+        statement) at ``knobs`` in the recent window (0 if unknown)."""
         horizon = self.now - self.config.recent_window
-        busy = [v for t, v in self._cpu_busy.get(tuple_key(knobs), []) if t > horizon]
-        return sum(busy) / len(busy) if busy else 0.0
+        seen = self._signals.get(signal, {}).get(tuple_key(knobs), [])
+        values = [v for t, v in seen if t > horizon]
+        return sum(values) / len(values) if values else 0.0
 
     def level(self, throughput: float, reference: list[float]) -> float | None:
         """Log throughput, floored at ``stall_level`` of the ``reference`` level, so a

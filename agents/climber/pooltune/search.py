@@ -445,14 +445,18 @@ class Search:
     ) -> bool:
         """The probe has fewer groups than cores, and fewer than the cores the server uses
         at ``reference`` (with ``cpu_cap_margin``): it would cap the server's CPU and can
-        only lose (GUARD event, not probed)."""
+        only lose (GUARD event, not probed) — unless statements queue on row locks there
+        (``lock_contention``), where CPU is also spent on the contention."""
         size = self._space.size.name
-        margin = self._config.cpu_cap_margin
+        config = self._config
         probe_size = probe.get(size, 0)
-        if margin <= 0 or probe_size >= min(self._cpu_count, reference.get(size, 0)):
+        if config.cpu_cap_margin <= 0 or probe_size >= min(self._cpu_count, reference.get(size, 0)):
             return False
-        used = self._evidence.cpu_used(reference)
-        if used < margin * probe_size:
+        used = self._evidence.signal("cpu", reference)
+        if used < config.cpu_cap_margin * probe_size:
+            return False
+        locks = self._evidence.signal("locks", reference)
+        if 0 < config.lock_contention <= locks:
             return False
         self._event(
             EventKind.GUARD,

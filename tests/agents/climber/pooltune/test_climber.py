@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -328,10 +328,13 @@ TWO_CORE_PLATEAU = KneeCurve(rate=1000.0, knee_size=2.0, sharpness=64.0, connect
 
 
 def climb_two_cores(
-    seed: int = 0, cpu_busy: Callable[[Sample], float] | None = None
+    seed: int = 0,
+    cpu_busy: Callable[[Sample], float] | None = None,
+    lock_waits: float | None = None,
 ) -> tuple[PooltuneClimber, list[int]]:
     """A 2-core climber on :data:`TWO_CORE_PLATEAU` from size 2; ``cpu_busy`` gives the
-    server's CPU cores per sample (None: the agent cannot read them)."""
+    server's CPU cores per sample (None: the agent cannot read them), every sample shows
+    ``lock_waits`` row-lock waits per statement."""
     climber = pooltune(2)
     run = drive(
         climber,
@@ -343,7 +346,7 @@ def climb_two_cores(
         sample_filter=(
             None
             if cpu_busy is None
-            else lambda _, sample: replace(sample, cpu_busy=cpu_busy(sample))
+            else lambda _, sample: replace(sample, cpu_busy=cpu_busy(sample), lock_waits=lock_waits)
         ),
     )
     return climber, run.sizes
@@ -428,15 +431,15 @@ def test_peak_distance_reads_the_scalability_law_from_a_rise_below() -> None:
     assert peak_distance(0.0, 1.0) == 0.0
 
 
+@dataclass(frozen=True)
 class MeasuredCurve:
-    """A curve read off a live sweep, interpolated in log size: MariaDB under sysbench's
-    IO-bound read-write load at 64 clients on the 2-core server (2026-11-27): best at 4,
-    0.64 at the default 2, and a shelf at 0.8–0.9 of the best from 11 up, where the
-    service's heuristic started the warm agents (11, 18, 52)."""
+    """A curve read off a live sweep on the 2-core server, interpolated in log size."""
 
-    connections, max_size, cores = 64, 128, 2
-    sizes = (1, 2, 4, 8, 16, 32, 128)
-    shares = (0.43, 0.64, 1.0, 0.96, 0.79, 0.87, 0.85)
+    connections: int
+    sizes: tuple[int, ...]
+    shares: tuple[float, ...]
+    max_size: int = 128
+    cores: int = 2
 
     def expected(self, knobs: dict[str, int]) -> tuple[float, float]:
         throughput = float(self.curve(np.asarray([float(knobs.get(SIZE, 2))]))[0])
@@ -451,13 +454,27 @@ class MeasuredCurve:
         return 400.0
 
 
+#: MariaDB under sysbench's IO-bound read-write load at 64 clients (2026-11-27): best at 4,
+#: 0.64 at the default 2, and a shelf at 0.8–0.9 of the best from 11 up, where the
+#: service's heuristic started the warm agents (11, 18, 52).
+IO_BOUND_64 = MeasuredCurve(
+    64, (1, 2, 4, 8, 16, 32, 128), (0.43, 0.64, 1.0, 0.96, 0.79, 0.87, 0.85)
+)
+#: Updates of a few hot rows at 16 clients (datasets/mariadb-2core-v2, hot_row_updates-c16):
+#: one group is best, every larger pool loses a fifth to contention; the server used 1.36
+#: cores at size 1 and 1.41 at 2 (background threads run outside the pool).
+HOT_ROW_UPDATES_16 = MeasuredCurve(
+    16, (1, 2, 3, 4, 8, 16, 64), (1.0, 0.78, 0.78, 0.78, 0.73, 0.72, 0.72)
+)
+
+
 @pytest.mark.parametrize("start", [18, 52])
 def test_a_recommendation_far_above_a_peak_behind_a_shelf_is_left(start: int) -> None:
     """A recommended start on the shelf ties with its half, which the range alone would
     make a fence; from above twice the cores the climb keeps testing the cheap side down
     to the default, finds the gain and climbs down to the peak (the live warm agents held
     14–52 at 0.81–0.87 of the best while the cold ones reached 0.98–1.00)."""
-    curve = MeasuredCurve()
+    curve = IO_BOUND_64
     finals = []
     for seed in range(6):
         climber = pooltune(2)
@@ -472,3 +489,40 @@ def test_a_recommendation_far_above_a_peak_behind_a_shelf_is_left(start: int) ->
         )
         finals.append(curve.expected(climber.best_tuple)[0] / curve.peak())
     assert statistics.median(finals) >= 0.95, finals
+
+
+def climb_hot_rows(seed: int, lock_waits: float) -> tuple[PooltuneClimber, list[int]]:
+    """A 2-core climber on :data:`HOT_ROW_UPDATES_16` from the default, the server's CPU
+    and ``lock_waits`` row-lock waits per statement in every sample."""
+    climber = pooltune(2)
+    run = drive(
+        climber,
+        HOT_ROW_UPDATES_16,
+        start={SIZE: 2},
+        samples=150,
+        noise=NoiseConfig(cv=0.05),
+        seed=seed,
+        sample_filter=lambda _, sample: replace(
+            sample, cpu_busy=1.36 if sample.knobs[SIZE] == 1 else 1.41, lock_waits=lock_waits
+        ),
+    )
+    return climber, run.sizes
+
+
+def test_statements_queueing_on_row_locks_lift_the_cpu_guard() -> None:
+    """The server keeps 1.4 cores busy at 2 groups, yet one group wins: most statements wait
+    on a row lock (0.74 waits per statement, as measured), so the CPU is not all useful
+    work and the smaller pool is probed and kept."""
+    finals = [climb_hot_rows(seed, lock_waits=0.74)[0].best_tuple[SIZE] for seed in range(4)]
+    assert finals.count(1) >= 3, finals
+
+
+def test_a_few_lock_waits_leave_the_cpu_guard_in_place() -> None:
+    """One statement in twenty waiting on a lock (sysbench's hot rows at 0.06, where one
+    group loses 4–10%) is ordinary write contention: on a CPU-bound plateau the guard still
+    spares the probe of one group."""
+    climber, sizes = climb_two_cores(
+        cpu_busy=lambda sample: 1.25 if sample.knobs[SIZE] >= 2 else 0.98, lock_waits=0.06
+    )
+    assert min(sizes) == 2
+    assert any(e.kind is EventKind.GUARD and "not probed" in e.reason for e in climber.events)

@@ -163,10 +163,10 @@ def test_only_recent_samples_count() -> None:
     evidence.now = 30
     evidence.record(knobs, 2.0, cpu_busy=float("nan"))
     assert evidence.recent(knobs) == [1.0, 2.0]  # the last 30 steps
-    assert evidence.cpu_used(knobs) == 3.0  # a CPU reading that is not a number is skipped
+    assert evidence.signal("cpu", knobs) == 3.0  # a CPU reading that is not a number is skipped
     evidence.now = 31
     assert evidence.recent(knobs) == [2.0]
-    assert evidence.cpu_used(knobs) == 0.0
+    assert evidence.signal("cpu", knobs) == 0.0
     evidence.forget()
     assert evidence.recent(knobs) == []
 
