@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
 
 from agents.climber import EventKind, KnobSpace, PooltuneClimber, Sample
-from agents.sim import KneeCurve, NoiseConfig, SimWorkload, UslCurve, WorkloadCurve
+from agents.sim import KneeCurve, NoiseConfig, SimWorkload, ThroughputCurve, UslCurve, WorkloadCurve
 from agents.sim.curves import knee_size, optimum_size
 from benchmarks.climb import t95
 from tests.agents.climber.helpers import SIZE, drive, new
@@ -331,16 +331,18 @@ def climb_two_cores(
     seed: int = 0,
     cpu_busy: Callable[[Sample], float] | None = None,
     lock_waits: float | None = None,
+    curve: ThroughputCurve = TWO_CORE_PLATEAU,
+    samples: int = 300,
 ) -> tuple[PooltuneClimber, list[int]]:
-    """A 2-core climber on :data:`TWO_CORE_PLATEAU` from size 2; ``cpu_busy`` gives the
+    """A 2-core climber on ``curve`` from size 2 for ``samples``; ``cpu_busy`` gives the
     server's CPU cores per sample (None: the agent cannot read them), every sample shows
     ``lock_waits`` row-lock waits per statement."""
     climber = pooltune(2)
     run = drive(
         climber,
-        TWO_CORE_PLATEAU,
+        curve,
         start={SIZE: 2},
-        samples=300,
+        samples=samples,
         noise=NoiseConfig(cv=0.05),
         seed=seed,
         sample_filter=(
@@ -441,7 +443,7 @@ class MeasuredCurve:
     max_size: int = 128
     cores: int = 2
 
-    def expected(self, knobs: dict[str, int]) -> tuple[float, float]:
+    def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
         throughput = float(self.curve(np.asarray([float(knobs.get(SIZE, 2))]))[0])
         return throughput, 1000.0 * self.connections / throughput
 
@@ -491,29 +493,20 @@ def test_a_recommendation_far_above_a_peak_behind_a_shelf_is_left(start: int) ->
     assert statistics.median(finals) >= 0.95, finals
 
 
-def climb_hot_rows(seed: int, lock_waits: float) -> tuple[PooltuneClimber, list[int]]:
-    """A 2-core climber on :data:`HOT_ROW_UPDATES_16` from the default, the server's CPU
-    and ``lock_waits`` row-lock waits per statement in every sample."""
-    climber = pooltune(2)
-    run = drive(
-        climber,
-        HOT_ROW_UPDATES_16,
-        start={SIZE: 2},
-        samples=150,
-        noise=NoiseConfig(cv=0.05),
-        seed=seed,
-        sample_filter=lambda _, sample: replace(
-            sample, cpu_busy=1.36 if sample.knobs[SIZE] == 1 else 1.41, lock_waits=lock_waits
-        ),
-    )
-    return climber, run.sizes
-
-
 def test_statements_queueing_on_row_locks_lift_the_cpu_guard() -> None:
     """The server keeps 1.4 cores busy at 2 groups, yet one group wins: most statements wait
     on a row lock (0.74 waits per statement, as measured), so the CPU is not all useful
     work and the smaller pool is probed and kept."""
-    finals = [climb_hot_rows(seed, lock_waits=0.74)[0].best_tuple[SIZE] for seed in range(4)]
+    finals = [
+        climb_two_cores(
+            seed,
+            cpu_busy=lambda sample: 1.36 if sample.knobs[SIZE] == 1 else 1.41,
+            lock_waits=0.74,
+            curve=HOT_ROW_UPDATES_16,
+            samples=150,
+        )[0].best_tuple[SIZE]
+        for seed in range(4)
+    ]
     assert finals.count(1) >= 3, finals
 
 
