@@ -4,6 +4,7 @@ sysbench load, asking the real service (its own PostgreSQL database). The server
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -52,13 +53,22 @@ class Watcher:
     def __init__(self, server: MariaDBServer) -> None:
         self.server = server
         self.seen: list[int] = []
+        self.read_at: list[float] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
         while not self._done.is_set():
             self.seen.append(self.server.variable(SIZE))
+            self.read_at.append(time.monotonic())
             time.sleep(0.1)
+
+    def gaps_below(self, seconds: float) -> bool:
+        """Whether consecutive readings all lie less than ``seconds`` apart: a change held
+        that long would have been seen."""
+        return len(self.read_at) > 1 and all(
+            b - a < seconds for a, b in itertools.pairwise(self.read_at)
+        )
 
     @contextmanager
     def watching(self) -> Iterator[list[int]]:
@@ -188,7 +198,8 @@ def test_a_request_that_expires_leaves_the_tuple_as_it_was(
         config, env = _enrolled_agent(tmp_path, loaded_server, service, mode="approve")
         agent = AgentProcess(config, env, tmp_path / "agent.log")
         try:
-            with Watcher(loaded_server).watching() as seen:
+            watcher = Watcher(loaded_server)
+            with watcher.watching() as seen:
                 approval_id = _await_request(agent)
                 agent.wait_for(lambda: _phase(agent) == "idle", timeout=30, what="expiry")
                 time.sleep(2.0)
@@ -198,7 +209,9 @@ def test_a_request_that_expires_leaves_the_tuple_as_it_was(
         finally:
             code = agent.terminate()
     assert code == 0, agent.log()
-    assert len(seen) > 50 and set(seen) == {ORIGINAL}, sorted(set(seen))
+    # Watched through the whole 7.2-s wait, never more than 2 s blind (a sample's length).
+    assert watcher.read_at[-1] - watcher.read_at[0] > 7.2 and watcher.gaps_below(2.0)
+    assert set(seen) == {ORIGINAL}, sorted(set(seen))
     assert _applied(agent.log()) == []
     assert loaded_server.variable(SIZE) == ORIGINAL
 
