@@ -10,6 +10,7 @@ enrol over HTTP, ask for recommendations and upload reports. Used by
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -130,8 +131,9 @@ class HostRun:
     #: Pool size in force, per sample.
     sizes: list[int] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def peak(self) -> float:
+        """The workload is fixed for the run: its curve is computed once."""
         return size_peak(self.workload)
 
 
