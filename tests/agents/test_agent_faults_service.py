@@ -1,14 +1,16 @@
 """The service unreachable for a whole climb, on the suite's real MariaDB and the real
 service (docs/agent.md, "Faults").
 
-The agent starts from its local heuristic, climbs, keeps its report in the spool, which is
-capped (``[service] spool_max_bytes``: the oldest reports are dropped and counted), and
-delivers what the spool holds once the service is back, each report exactly once.
+The agent enrols (a wrong token is refused; the right one is stored 0600), starts from
+its local heuristic, climbs, keeps its report in the spool, which is capped
+(``[service] spool_max_bytes``: the oldest reports are dropped and counted), and delivers
+what the spool holds once the service is back, each report exactly once.
 """
 
 from __future__ import annotations
 
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,10 +59,11 @@ def _earlier_report(server: MariaDBServer) -> ClimbReport:
     return make_report(trace_samples=8).model_copy(update={"host": host})
 
 
-def _stored_keys(service: ServiceProcess) -> list[str]:
+def _stored(service: ServiceProcess) -> list[tuple[str, str]]:
+    """Each stored report's idempotency key and start source."""
     listed = service.admin("GET", "/v1/reports", params={"limit": 100})
     assert listed.status_code == 200, listed.text
-    return [item["idempotency_key"] for item in listed.json()["items"]]
+    return [(item["idempotency_key"], item["start_source"]) for item in listed.json()["items"]]
 
 
 def test_service_down_for_the_whole_climb_spool_capped_then_each_report_once(
@@ -77,8 +80,12 @@ def test_service_down_for_the_whole_climb_spool_capped_then_each_report_once(
         extra=f"spool_max_bytes = {SPOOL_MAX_BYTES}",
     )
     env = agent_env(mariadb_server)
+    refused = run_cli(config, "enroll", "--token", "pte_not-a-real-token", env=env)
+    assert refused.returncode == 6
+    assert "enrolment failed: service answered 401" in refused.stderr
     enrolled = run_cli(config, "enroll", "--token", service.enrollment_token(), env=env)
     assert enrolled.returncode == 0, enrolled.stderr
+    assert stat.S_IMODE((tmp_path / "state" / "agent-token").stat().st_mode) == 0o600
     service.stop()
 
     # Reports of earlier climbs wait in the spool, nearly filling it.
@@ -133,14 +140,15 @@ def test_service_down_for_the_whole_climb_spool_capped_then_each_report_once(
     assert code == 0, agent.log()[-3000:]
     final = status()
     assert mariadb_server.variable(SIZE) == ORIGINAL
-    stored = _stored_keys(service)
+    sources = dict(_stored(service))
+    stored = [stored_key for stored_key, _ in _stored(service)]
     assert len(stored) == len(set(stored))  # nothing twice
     # A later climb that ended before the service was up spooled its report too and pushed
     # more of the earlier ones out: the cap drops the oldest first, counted.
     assert held["spool_dropped"] <= final["spool_dropped"] <= len(earlier)
     lost = {r.idempotency_key for r in earlier[: final["spool_dropped"]]}
     assert set(kept) - lost <= set(stored)  # everything the spool kept arrived
-    assert key in stored
+    assert sources[key] == "local-heuristic"
     assert not lost & set(stored)  # what the cap dropped never did
     # With the service back the agent may climb again on the noise: those reports are on
     # the service or still in the spool, and nowhere twice.
