@@ -16,7 +16,7 @@ from agents.config import AgentConfig, TargetSection
 from agents.sweep import best_value
 from agents.targets.mariadb import MariaDBTarget
 from benchmarks.live.agent_runs import agent_config, run_agent
-from benchmarks.live.cases import DEFAULT_TABLES, SIZE, TABLES, WORKLOADS, metric_of
+from benchmarks.live.cases import SIZE, WORKLOADS
 from benchmarks.live.observer import Observer
 from benchmarks.live.oracle import measured_points, side_by_side, sweep_sizes
 from benchmarks.live.scoring import LiveCaseScore, score_case, sweep_noise, sweep_points
@@ -218,11 +218,12 @@ def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -
     """A MariaDB case on a fresh server under sysbench (:func:`measure_case`). With a warm
     service the server times its synchronisation waits (as agents/packaging recommends);
     without, the agent starts from its local heuristic."""
-    test, server_args = WORKLOADS[workload]
+    spec = WORKLOADS[workload]
+    test, server_args = spec.test, spec.server_args
     if plan.warm is not None:
         server_args = SYNC_TIMING_ARGS + server_args
     with running_mariadb(prefix=f"pooltune-bench-{workload}-", extra_args=server_args) as server:
-        tables, rows = TABLES.get(workload, DEFAULT_TABLES)
+        tables, rows = spec.tables
         load = SysbenchLoad(server, tables=tables, table_size=rows)
         load.prepare(test)
         time_s = int(plan.load_seconds() + 120)
@@ -231,7 +232,7 @@ def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -
             observer = Observer(
                 MariaDBTarget(settings, tuned_knobs=[SIZE]),
                 knob=SIZE,
-                metric=metric_of(workload),
+                metric=spec.metric,
                 load_pids=(sysbench.pid,),
             )
 
