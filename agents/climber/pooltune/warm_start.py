@@ -68,6 +68,11 @@ def verify_warm_start(
     if verdict is Verdict.BETTER and not forced:
         yield from _descend(prober, line, smaller[dim.name], above=start)
         return
+    if _unproven(verdict, forced):
+        # Half the recommendation does as well: the range's claim that the start is the
+        # smallest size near the best is not borne out, and the economy walk may look
+        # below, on shown ties.
+        line.flat_votes += 1
     if verdict is Verdict.WORSE and not forced:
         line.worse.append(dim.to_unit(smaller[dim.name]))
         # A curve that falls this steeply below the start puts the peak this far above it:

@@ -519,3 +519,28 @@ def test_a_few_lock_waits_leave_the_cpu_guard_in_place() -> None:
     )
     assert min(sizes) == 2
     assert any(e.kind is EventKind.GUARD and "not probed" in e.reason for e in climber.events)
+
+
+@pytest.mark.parametrize("start", [3, 4])
+def test_a_recommendation_whose_half_ties_lets_the_economy_walk_look_below(start: int) -> None:
+    """Live, the model recommended 3–4 groups for hot-row updates whose best is one: the
+    start tied with its half (2) and, the range taken as the smallest size near the best,
+    the climb held 2–3 at 0.80–0.84 while the cold agents reached one. A tie at half the
+    recommendation is a plateau seen: the economy walk looks below."""
+    finals = []
+    for seed in range(4):
+        climber = pooltune(2)
+        drive(
+            climber,
+            HOT_ROW_UPDATES_16,
+            start={SIZE: start},
+            samples=150,
+            seed=seed,
+            noise=NoiseConfig(cv=0.05),
+            plausible_range={SIZE: (2, 2 * start)},
+            sample_filter=lambda _, sample: replace(
+                sample, cpu_busy=1.36 if sample.knobs[SIZE] == 1 else 1.41, lock_waits=0.74
+            ),
+        )
+        finals.append(climber.best_tuple[SIZE])
+    assert finals.count(1) >= 3, finals
