@@ -470,6 +470,35 @@ HOT_ROW_UPDATES_16 = MeasuredCurve(
 )
 
 
+def warm_two_cores(
+    curve: ThroughputCurve,
+    start: int,
+    plausible: tuple[int, int],
+    *,
+    seeds: int,
+    cv: float,
+    samples: int,
+    sample_filter: Callable[[int, Sample], Sample] | None = None,
+) -> list[PooltuneClimber]:
+    """2-core climbers on ``curve`` from a recommended ``start`` with the ``plausible``
+    range, one per seed."""
+    climbers = []
+    for seed in range(seeds):
+        climber = pooltune(2)
+        drive(
+            climber,
+            curve,
+            start={SIZE: start},
+            samples=samples,
+            seed=seed,
+            noise=NoiseConfig(cv=cv),
+            plausible_range={SIZE: plausible},
+            sample_filter=sample_filter,
+        )
+        climbers.append(climber)
+    return climbers
+
+
 @pytest.mark.parametrize("start", [18, 52])
 def test_a_recommendation_far_above_a_peak_behind_a_shelf_is_left(start: int) -> None:
     """A recommended start on the shelf ties with its half, which the range alone would
@@ -477,19 +506,10 @@ def test_a_recommendation_far_above_a_peak_behind_a_shelf_is_left(start: int) ->
     to the default, finds the gain and climbs down to the peak (the live warm agents held
     14–52 at 0.81–0.87 of the best while the cold ones reached 0.98–1.00)."""
     curve = IO_BOUND_64
-    finals = []
-    for seed in range(6):
-        climber = pooltune(2)
-        drive(
-            climber,
-            curve,
-            start={SIZE: start},
-            samples=200,
-            seed=seed,
-            noise=NoiseConfig(cv=0.08),
-            plausible_range={SIZE: (round(start / 1.5), round(start * 1.5))},
-        )
-        finals.append(curve.expected(climber.best_tuple)[0] / curve.peak())
+    climbers = warm_two_cores(
+        curve, start, (round(start / 1.5), round(start * 1.5)), seeds=6, cv=0.08, samples=200
+    )
+    finals = [curve.expected(climber.best_tuple)[0] / curve.peak() for climber in climbers]
     assert statistics.median(finals) >= 0.95, finals
 
 
@@ -527,20 +547,16 @@ def test_a_recommendation_whose_half_ties_lets_the_economy_walk_look_below(start
     start tied with its half (2) and, the range taken as the smallest size near the best,
     the climb held 2–3 at 0.80–0.84 while the cold agents reached one. A tie at half the
     recommendation is a plateau seen: the economy walk looks below."""
-    finals = []
-    for seed in range(4):
-        climber = pooltune(2)
-        drive(
-            climber,
-            HOT_ROW_UPDATES_16,
-            start={SIZE: start},
-            samples=150,
-            seed=seed,
-            noise=NoiseConfig(cv=0.05),
-            plausible_range={SIZE: (2, 2 * start)},
-            sample_filter=lambda _, sample: replace(
-                sample, cpu_busy=1.36 if sample.knobs[SIZE] == 1 else 1.41, lock_waits=0.74
-            ),
-        )
-        finals.append(climber.best_tuple[SIZE])
+    climbers = warm_two_cores(
+        HOT_ROW_UPDATES_16,
+        start,
+        (2, 2 * start),
+        seeds=4,
+        cv=0.05,
+        samples=150,
+        sample_filter=lambda _, sample: replace(
+            sample, cpu_busy=1.36 if sample.knobs[SIZE] == 1 else 1.41, lock_waits=0.74
+        ),
+    )
+    finals = [climber.best_tuple[SIZE] for climber in climbers]
     assert finals.count(1) >= 3, finals
