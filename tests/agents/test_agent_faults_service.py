@@ -140,8 +140,9 @@ def test_service_down_for_the_whole_climb_spool_capped_then_each_report_once(
     assert code == 0, agent.log()[-3000:]
     final = status()
     assert mariadb_server.variable(SIZE) == ORIGINAL
-    sources = dict(_stored(service))
-    stored = [stored_key for stored_key, _ in _stored(service)]
+    pairs = _stored(service)
+    sources = dict(pairs)
+    stored = [stored_key for stored_key, _ in pairs]
     assert len(stored) == len(set(stored))  # nothing twice
     # A later climb that ended before the service was up spooled its report too and pushed
     # more of the earlier ones out: the cap drops the oldest first, counted.
