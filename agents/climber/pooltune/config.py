@@ -114,6 +114,10 @@ class PooltuneConfig:
     #: queueing on row locks burn CPU on the contention itself, and fewer can win
     #: (docs/climber.md, "Search"). 0 disables the exception.
     lock_contention: float = 0.2
+    #: The server uses less than this share of its cores at a pool size: the pool is not
+    #: what limits it (statements wait off the CPU), so a loss measured a small step up is
+    #: looked past once, as a tie is (docs/climber.md, "Search"). 0 disables.
+    idle_cpu_share: float = 0.5
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -123,7 +127,8 @@ class PooltuneConfig:
 
 _NON_NEGATIVE = (
     "lag_samples settling_samples z epsilon economy_epsilon tie_z prior_weight noise_memory "
-    "cusum_slack cusum_clip min_throughput cpu_cap_margin lock_contention change_z "
+    "cusum_slack cusum_clip min_throughput cpu_cap_margin lock_contention idle_cpu_share "
+    "change_z "
     "slow_noise_cap confirm_z"
 ).split()
 _POSITIVE = (

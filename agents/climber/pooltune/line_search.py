@@ -55,6 +55,11 @@ class Prober(Protocol):
         """The measured log gain of ``knobs`` over ``reference``."""
         ...
 
+    def cores_idle(self, knobs: Mapping[str, int]) -> bool:
+        """The server leaves most of its cores idle at ``knobs`` (statements wait off the
+        CPU): the pool is not what its CPU limits."""
+        ...
+
 
 class LineSearch:
     """Searches ``dim`` from the prober's best tuple and leaves ``center`` at the best value
@@ -144,7 +149,7 @@ class LineSearch:
             if probe == self.center:
                 continue
             verdict, forced = yield from self._probe(probe)
-            if self._looks_farther(verdict, forced, side, h):
+            if self._looks_farther(verdict, forced, side, h, first=True):
                 # Once: a larger step, at least the one that makes a tie mean something.
                 h = self._bounded(
                     max(h * self._config.expand, self._config.equal_bracket_step), side
@@ -276,16 +281,25 @@ class LineSearch:
     def _coordinate(self, knobs: Mapping[str, int]) -> float:
         return self.dim.to_unit(knobs[self.dim.name])
 
-    def _looks_farther(self, verdict: Verdict, forced: bool, side: int, h: float) -> bool:
+    def _looks_farther(
+        self, verdict: Verdict, forced: bool, side: int, h: float, *, first: bool = False
+    ) -> bool:
         """A tie one small step up says little: a small step gains little even on a
         rising flank (gains that each stay inside ε add up), and a tie the noise forced
-        proves nothing. Look a larger step farther before closing that side."""
+        proves nothing. Look a larger step farther before closing that side. So, for the
+        ``first`` step off the start, with a loss the cap forced or one measured where the
+        server leaves its cores idle: there the pool does not cap the CPU, and a small
+        step's loss is the noise of a stalling server more often than the curve (a real
+        IO-bound load stalled at 2 and 3 groups, best 16). Past gains, a loss is the peak."""
         cfg = self._config
-        reach = cfg.equal_bracket_step * (cfg.expand if forced else 1.0)
-        small = h < reach
+        unproven_loss = (
+            first and verdict is Verdict.WORSE and (forced or self._prober.cores_idle(self.center))
+        )
+        unproven = forced or unproven_loss
+        small = h < cfg.equal_bracket_step * (cfg.expand if unproven else 1.0)
         return (
             self.look_farther
-            and verdict is Verdict.EQUAL
+            and (verdict is Verdict.EQUAL or unproven_loss)
             and side > 0
             and not self._rules.stay
             and small

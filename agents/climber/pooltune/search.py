@@ -349,6 +349,11 @@ class Search:
         there, here = self._level(knobs), self._level(reference)
         return there - here if there is not None and here is not None else 0.0
 
+    def cores_idle(self, knobs: Mapping[str, int]) -> bool:
+        share = self._config.idle_cpu_share
+        used = self._evidence.signal("cpu", knobs)
+        return 0 < used < share * self._cpu_count
+
     # ----------------------------------------------------------------- probe
     def probe(
         self, knobs: dict[str, int], *, rules: Rules, reference: dict[str, int] | None = None

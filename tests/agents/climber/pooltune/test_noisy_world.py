@@ -13,6 +13,8 @@ from agents.sim import KneeCurve, NoiseConfig, UslCurve
 from agents.sim.curves import optimum_size
 from benchmarks.climb import t95
 from benchmarks.climb.curves import CliffCurve, PlateauCurve
+from benchmarks.climb.replay import real_cases
+from benchmarks.climb.worlds import ReplayWorld
 from tests.agents.climber.helpers import SIZE, drive, new
 
 OVERSUBSCRIBE = "thread_pool_oversubscribe"
@@ -317,3 +319,45 @@ def test_an_optimum_that_moves_up_unseen_at_the_held_size_is_found_again() -> No
         finals.append(float(np.mean(run.expected[-60:])) / second.peak())
     # Measured: 0.92-0.99 of the new peak (without the look above: 0.45-0.59).
     assert sum(f >= 0.9 for f in finals) >= 5, finals
+
+
+def replay_finals(case_id: str, *, seeds: range, **config: float) -> list[float]:
+    """Final quality (true throughput over the last 60 samples / the best) of cold climbs
+    from the engine default on a replayed real case, the server's CPU use in every sample."""
+    case = real_cases()[case_id]
+    space = KnobSpace.from_engine("mariadb", case.cores, names=[SIZE])
+    finals = []
+    for seed in seeds:
+        world = ReplayWorld(case, seed=seed)
+        climber = pooltune(case.cores, space, **config)
+        climber.reset({SIZE: case.cores})
+        knobs = climber.current_tuple
+        truth = []
+        for index in range(300):
+            seen = world.observe(index, knobs)
+            truth.append(seen.truth / seen.peak)
+            knobs = climber.step(
+                Sample(
+                    throughput=seen.throughput,
+                    connections=seen.connections,
+                    latency_ms=seen.latency_ms,
+                    knobs=seen.knobs,
+                    cpu_busy=seen.cpu_busy,
+                )
+            )
+        finals.append(float(np.mean(truth[-60:])))
+    return finals
+
+
+def test_a_loss_a_small_step_up_on_idle_cores_is_looked_past() -> None:
+    """A real IO-bound load (sysbench read-write, every commit synced, 64 clients; best 16,
+    the default 2 at 0.46 of it, 3 at 0.52) stalls at 2 and 3 groups: two-second samples
+    swing from 0 to 380 transactions/s, and a probe of 3 now and then measures a loss
+    against 2. With the server using 0.7 of its 2 cores the pool is not what its CPU
+    limits, so that loss is looked past once, a step farther: no run holds the default,
+    where without the rule 6 of these 32 held it (0.46 of the best)."""
+    case = "mariadb-2core-v2:io_bound_read_write-c64"
+    finals = replay_finals(case, seeds=range(17, 49))
+    assert min(finals) >= 0.6 and sum(f >= 0.9 for f in finals) >= 28, finals
+    without = replay_finals(case, seeds=range(17, 49), idle_cpu_share=0.0)
+    assert sum(f < 0.6 for f in without) >= 3, without
