@@ -37,22 +37,26 @@ class StateError(Exception):
     """The state file exists but cannot be used; the message says what to do."""
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
-    """Write ``text`` to ``path`` so that readers see the old or the new file, never half."""
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o600, durable: bool = True) -> None:
+    """Write ``text`` to ``path`` so that readers see the old or the new file, never half;
+    ``durable``: on disk before this returns (file and directory synced), so a power loss
+    cannot take it back."""
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.chmod(temp_name, mode)
         os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -296,7 +300,10 @@ class StatusFile:
     When ``path`` cannot be written (the state directory is full or read-only) the status
     goes to ``fallback`` (in the runtime directory) with ``status_file_error`` saying why;
     :meth:`read` prefers the fallback while it exists, and a successful write of ``path``
-    removes it.
+    removes it. It is rewritten every sample and not synced to disk: two fsyncs every
+    2 s would load the database host's disk (on an IO-bound server, the very resource
+    being tuned), and a power loss costs at most the last status, which the agent rewrites
+    when it starts again.
     """
 
     def __init__(self, path: Path, *, fallback: Path | None = None) -> None:
@@ -310,7 +317,7 @@ class StatusFile:
         document: dict[str, Any] = {"format": STATE_FORMAT, "updated_at": utc_now().isoformat()}
         document.update(status)
         try:
-            atomic_write_text(self.path, _status_text(document), mode=0o644)
+            atomic_write_text(self.path, _status_text(document), mode=0o644, durable=False)
         except OSError as exc:
             self._write_fallback(document, f"cannot write {self.path}: {exc.strerror or exc}")
             return
@@ -326,7 +333,7 @@ class StatusFile:
         where = "nowhere else (no runtime directory)"
         if self.fallback is not None:
             try:
-                atomic_write_text(self.fallback, _status_text(document), mode=0o644)
+                atomic_write_text(self.fallback, _status_text(document), mode=0o644, durable=False)
                 where = f"to {self.fallback} instead"
             except OSError as exc:
                 where = f"nor to {self.fallback} ({exc.strerror or exc})"

@@ -11,9 +11,11 @@ import errno
 import json
 import os
 import re
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,9 +41,10 @@ def snap(taken_at: float, uptime_s: float) -> Snapshot:
 @pytest.fixture
 def disk_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """``full[0] = True`` makes every write under ``tmp_path / "state"`` and
-    ``tmp_path / "spool"`` fail with ENOSPC (the runtime directory stays writable)."""
+    ``tmp_path / "spool"`` fail with ENOSPC (the runtime directory stays writable): a new
+    file there, or the sync of one written before."""
     full = [False]
-    real_fsync = os.fsync
+    real_fsync, real_mkstemp = os.fsync, tempfile.mkstemp
     full_dirs = (str(tmp_path / "state"), str(tmp_path / "spool"))
 
     def fsync(fd: int) -> None:
@@ -49,7 +52,13 @@ def disk_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
+    def mkstemp(*args: Any, dir: str | None = None, **kwargs: Any) -> tuple[int, str]:
+        if full[0] and str(dir).startswith(full_dirs):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
     monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     yield full
 
 

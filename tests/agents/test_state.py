@@ -140,6 +140,31 @@ def test_adopt_replaces_only_the_changed_knobs(tmp_path: Path) -> None:
     assert saved.values == {"thread_pool_size": 9, "thread_pool_oversubscribe": 3}
 
 
+def test_the_original_tuple_is_synced_to_disk_the_status_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved original survives a power loss (file and directory synced); the status,
+    rewritten every sample, costs the database host's disk no fsync."""
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    OriginalTupleFile(tmp_path / "original-tuple.json").save(
+        Engine.MARIADB, {"thread_pool_size": 7}
+    )
+    assert len(synced) == 2
+    status = StatusFile(tmp_path / "status.json")
+    for size in range(5):
+        status.write({"phase": "climbing", "current_tuple": {"thread_pool_size": size}})
+    assert len(synced) == 2
+    document = status.read()
+    assert document is not None and document["current_tuple"] == {"thread_pool_size": 4}
+
+
 def test_status_file_round_trip(tmp_path: Path) -> None:
     status = StatusFile(tmp_path / "status.json")
     assert status.read() is None
