@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.climber import RESTART_EVENTS, KnobSpace, Sample, make_climber
+from agents.climber import RESTART_EVENTS, KnobSpace, make_climber
 from agents.knobs import Engine
 from agents.sim.model import SIZE_KNOB
 from benchmarks.climb.metrics import longest_streak, reach_and_stay, t95
@@ -111,17 +111,7 @@ def run_one(args: tuple[str, Scenario]) -> RunResult:
         sizes[index] = knobs[SIZE_KNOB]
         changes[index] = knobs != previous
         previous = knobs
-        knobs = climber.step(
-            Sample(
-                throughput=seen.throughput,
-                connections=seen.connections,
-                latency_ms=seen.latency_ms,
-                knobs=seen.knobs,
-                cpu_busy=seen.cpu_busy,
-                stalled=seen.stalled,
-                lock_waits=seen.lock_waits,
-            )
-        )
+        knobs = climber.step(seen.sample())
     normalised = truth / peaks
     first = normalised[:switch_at]
     reached = t95(first)

@@ -15,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from agents.climber import Sample
 from agents.sim import KneeCurve, NoiseConfig, SimServer, ThroughputCurve, UslCurve
 from agents.sim.curves import WorkloadCurve, knee_size, optimum_size
 from agents.sim.model import SIZE_KNOB, STALL_LIMIT_KNOB
@@ -40,6 +41,18 @@ class Observation:
     peak: float
     #: Row-lock waits per statement (None: not modelled).
     lock_waits: float | None = None
+
+    def sample(self) -> Sample:
+        """What the climber is shown of this observation (not the truth)."""
+        return Sample(
+            throughput=self.throughput,
+            connections=self.connections,
+            latency_ms=self.latency_ms,
+            knobs=self.knobs,
+            cpu_busy=self.cpu_busy,
+            stalled=self.stalled,
+            lock_waits=self.lock_waits,
+        )
 
 
 class World(Protocol):

@@ -15,7 +15,6 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -52,10 +51,12 @@ def disk_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    def mkstemp(*args: Any, dir: str | None = None, **kwargs: Any) -> tuple[int, str]:
+    def mkstemp(
+        suffix: str | None = None, prefix: str | None = None, dir: Path | None = None
+    ) -> tuple[int, str]:
         if full[0] and str(dir).startswith(full_dirs):
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_mkstemp(*args, dir=dir, **kwargs)
+        return real_mkstemp(suffix=suffix, prefix=prefix, dir=dir)
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)

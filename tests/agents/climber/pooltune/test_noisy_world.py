@@ -336,15 +336,7 @@ def replay_finals(case_id: str, *, seeds: range, **config: float) -> list[float]
         for index in range(300):
             seen = world.observe(index, knobs)
             truth.append(seen.truth / seen.peak)
-            knobs = climber.step(
-                Sample(
-                    throughput=seen.throughput,
-                    connections=seen.connections,
-                    latency_ms=seen.latency_ms,
-                    knobs=seen.knobs,
-                    cpu_busy=seen.cpu_busy,
-                )
-            )
+            knobs = climber.step(seen.sample())
         finals.append(float(np.mean(truth[-60:])))
     return finals
 
