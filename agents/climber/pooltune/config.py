@@ -128,8 +128,7 @@ class PooltuneConfig:
 _NON_NEGATIVE = (
     "lag_samples settling_samples z epsilon economy_epsilon tie_z prior_weight noise_memory "
     "cusum_slack cusum_clip min_throughput cpu_cap_margin lock_contention idle_cpu_share "
-    "change_z "
-    "slow_noise_cap confirm_z"
+    "change_z slow_noise_cap confirm_z"
 ).split()
 _POSITIVE = (
     "min_samples prior_cv cusum_threshold min_change suspend_after recent_window fresh_steps "
