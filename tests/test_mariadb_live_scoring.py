@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -117,6 +119,39 @@ def test_a_recorded_case_scores_the_same_again() -> None:
     assert result.verdict == "met" and result.t95_s is not None and result.t95_s <= 10
 
 
+def test_a_control_run_scores_the_servers_own_drift_beside_the_agents_safety() -> None:
+    """The control holds the default with no agent: its safety is scored by the same
+    formula as the agent's and shown beside it, so a fall the server makes alone is told
+    from one the agent caused; the check itself still reads the agent's figure."""
+    from benchmarks.live.case import CasePlan
+    from benchmarks.live.scoring import done_when, safety
+
+    recorded = {
+        "sweep": {"2": [98.0, 102.0] * 4, "4": [98.0, 102.0] * 4},
+        "default_size": 2,
+        "agent": [100.0] * 10 + [70.0] * 5 + [100.0] * 30,
+        "agent_sizes": [2] * 45,
+        "final_size": 2,
+        "ab_ratio": 1.0,
+        "knob_changes": 0,
+        "control": [100.0] * 20 + [75.0] * 10 + [100.0] * 15,
+    }
+    result = score_case("select_only", 32, recorded)
+    assert result.worst_drop == pytest.approx(0.7) == safety(recorded["agent"])  # type: ignore[arg-type]
+    assert result.control_drop == pytest.approx(0.75)
+    (check,) = [c for c in done_when([result]) if "safety" in c[1]]
+    assert check == (False, "select_only x32: safety 0.70 ≥ 0.8 (no agent: 0.75)")
+    without = score_case("select_only", 32, {k: v for k, v in recorded.items() if k != "control"})
+    assert without.control_drop is None
+    assert safety([100.0] * 3) == 1.0  # shorter than one 10-s window: nothing to tell
+
+    plan = CasePlan(
+        sizes=[1, 2], sweep_seconds=1.0, passes=1, agent_seconds=10.0, ab_seconds=1.0,
+        work_dir=Path("."),
+    )  # fmt: skip
+    assert dataclasses.replace(plan, control=True).load_seconds() > plan.load_seconds() + 10.0
+
+
 def test_the_warm_comparison_scores_both_runs_by_the_same_sweep(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -207,9 +242,6 @@ def test_repeated_warm_and_cold_runs_alternate_and_are_summarised_per_arm(
     """Three runs per arm: pairs alternate cold-warm, warm-cold, cold-warm (drift over the
     case favours neither arm), each run is recorded under its own key, and each arm gets
     its median and range; a T95 never reached ranks above every reached one."""
-    import dataclasses
-    from pathlib import Path
-
     from benchmarks.live.case import CasePlan, case_key, recorded_runs
     from benchmarks.live.report import print_warm_comparison
     from benchmarks.live.warm import WarmService

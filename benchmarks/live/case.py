@@ -19,7 +19,13 @@ from benchmarks.live.agent_runs import agent_config, run_agent
 from benchmarks.live.cases import SIZE, WORKLOADS
 from benchmarks.live.observer import Observer
 from benchmarks.live.oracle import measured_points, side_by_side, sweep_sizes
-from benchmarks.live.scoring import LiveCaseScore, score_case, sweep_noise, sweep_points
+from benchmarks.live.scoring import (
+    LiveCaseScore,
+    safety,
+    score_case,
+    sweep_noise,
+    sweep_points,
+)
 from benchmarks.live.warm import WarmService
 from lab.mariadb import SYNC_TIMING_ARGS, running_mariadb
 from lab.sysbench import SysbenchLoad
@@ -50,6 +56,9 @@ class CasePlan:
     warm_first: bool = False
     #: With a warm service: cold and warm runs each, in pairs whose order alternates.
     repeats: int = 1
+    #: Before the first agent run, hold the default size as long as an agent runs, with no
+    #: agent: the server's own drift, scored as the agent's safety is.
+    control: bool = False
 
     def runs(self) -> list[tuple[str, int]]:
         """The agent runs in order, as (``cold`` or ``warm``, repeat index): one cold run
@@ -66,7 +75,9 @@ class CasePlan:
     def load_seconds(self) -> float:
         """How long the load must last: the sweep, then each agent run and its check."""
         sweep_s = self.sweep_seconds * len(self.sizes) * self.passes
-        return sweep_s + (self.agent_seconds + 4 * self.ab_seconds + SETTLE_S) * len(self.runs())
+        control_s = self.agent_seconds + SETTLE_S if self.control else 0.0
+        runs_s = (self.agent_seconds + 4 * self.ab_seconds + SETTLE_S) * len(self.runs())
+        return sweep_s + control_s + runs_s
 
 
 def case_key(workload: str, clients: int, *, warm: bool = False, repeat: int = 0) -> str:
@@ -121,6 +132,20 @@ def measure_oracle(
         flush=True,
     )
     return recorded
+
+
+def measure_control(observer: Observer, *, seconds: float, label: str) -> list[float]:
+    """The server alone at the size in force (the default) for ``seconds``: what it does
+    with no agent, as the control of the agent's safety (:func:`scoring.safety`)."""
+    time.sleep(SETTLE_S)
+    series = observer.hold(seconds)
+    print(
+        f"# {label}: control (no agent, size {observer.size()}) "
+        + " ".join(f"{v:.0f}" for v in series)
+        + f"; safety {safety(series):.2f}",
+        flush=True,
+    )
+    return series
 
 
 def measure_agent(
@@ -192,6 +217,10 @@ def measure_case(
     )
     oracle_size = best_value(list(sweep_points(oracle["sweep"]).values()))
     assert oracle_size is not None, "the sweep kept no sample"
+    if plan.control:
+        oracle["control"] = measure_control(
+            observer, seconds=plan.agent_seconds, label=f"{workload} x{clients}"
+        )
     for index, (label, repeat) in enumerate(plan.runs()):
         if index:
             observer.set_size(oracle["default_size"])

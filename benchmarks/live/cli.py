@@ -75,6 +75,12 @@ def live_parser(description: str, defaults: LiveDefaults) -> argparse.ArgumentPa
         help="comma-separated real datasets the warm model learns from, without the workload",
     )
     parser.add_argument("--warm-trials", type=int, default=5)
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="before the first agent run, hold the default size as long as an agent runs, "
+        "with no agent: the server's own drift, scored as the agent's safety (column alone)",
+    )
     return parser
 
 
@@ -157,6 +163,7 @@ def run_live(
                 warm=warm,
                 warm_first=args.warm_first,
                 repeats=args.repeats,
+                control=args.control,
             )
             for clients in client_counts:
                 result = run_case(workload, clients, plan, raw)

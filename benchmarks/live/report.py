@@ -12,7 +12,8 @@ VERDICTS = (
     "verdict: met / MISSED = reached 95% of the oracle within 5 min or not, where the sweep"
     " differs beyond its noise; flat = it does not; DROP = the agent stayed 4 s or more at a"
     " size the sweep puts below 0.85 of the start size (dip). worst = worst 10-s mean / the"
-    " first 10 s, which includes the server's own drift."
+    " first 10 s, which includes the server's own drift; alone = the same figure for the"
+    " server at the default size with no agent (--control)."
 )
 
 
@@ -20,19 +21,20 @@ def print_table(results: Sequence[LiveCaseScore]) -> None:
     header = (
         f"{'workload':<13}{'clients':>8}{'oracle':>12}{'default':>11}{'gain':>7}{'noise':>7}"
         f"{'final':>11}{'/oracle':>9}{'/default':>9}{'sweep':>7}{'A/B':>6}{'T95 s':>7}"
-        f"{'changes':>8}{'worst':>7}{'dip':>6}  verdict"
+        f"{'changes':>8}{'worst':>7}{'alone':>6}{'dip':>6}  verdict"
     )
     print(header + "   (point_select, hot_row_updates in queries/s, the others in transactions/s)")
     print("-" * len(header))
     for r in results:
         t95_text = "-" if r.t95_s is None else f"{r.t95_s:.0f}"
+        alone = "-" if r.control_drop is None else f"{r.control_drop:.2f}"
         print(
             f"{r.workload:<13}{r.clients:>8}{r.oracle_tps:>8.0f}@{r.oracle_size:<3}"
             f"{r.default_tps:>8.0f}@{r.default_size:<2}{r.gain:>+7.0%}{r.noise:>7.1%}"
             f"{r.final_tps:>8.0f}@{r.final_size:<2}"
             f"{r.final_tps / r.oracle_tps:>9.2f}{r.final_tps / r.default_tps:>9.2f}"
             f"{r.sweep_final:>7.2f}{r.ab_ratio:>6.2f}{t95_text:>7}{r.knob_changes:>8}"
-            f"{r.worst_drop:>7.2f}{r.dip:>6.2f}  {r.verdict}"
+            f"{r.worst_drop:>7.2f}{alone:>6}{r.dip:>6.2f}  {r.verdict}"
         )
 
 

@@ -53,6 +53,9 @@ class LiveCaseScore:
     dip: float = 1.0
     #: The smallest size the sweep ties with the best (within the autocorrelated noise).
     smallest_tied: int = 0
+    #: The same safety figure for the server alone at the default size, no agent (None:
+    #: no control was run): how much of ``worst_drop`` is the server's own drift.
+    control_drop: float | None = None
 
     @property
     def economy(self) -> float:
@@ -102,6 +105,13 @@ def beyond_noise(default: Point, oracle: Point) -> bool:
 
 def rolling(series: Sequence[float], width: int = ROLLING) -> list[float]:
     return [statistics.fmean(series[i : i + width]) for i in range(len(series) - width + 1)]
+
+
+def safety(series: Sequence[float]) -> float:
+    """Worst 10-s mean / the first 10 s of ``series`` (1 when too short to tell)."""
+    smooth = rolling(series)
+    start = statistics.fmean(series[:ROLLING]) if series else 0.0
+    return min(smooth) / start if smooth and start > 0 else 1.0
 
 
 def rolling_t95_s(series: Sequence[float], target: float) -> float | None:
@@ -157,8 +167,7 @@ def score_case(workload: str, clients: int, case: Mapping[str, Any]) -> LiveCase
         value=default_size, samples=tuple(case.get("default_samples") or (default_tps,))
     )
     tail = series[-int(60 / SAMPLE_S) :]
-    start = statistics.fmean(series[:ROLLING]) if series else 0.0
-    smooth = rolling(series)
+    control = case.get("control")
     return LiveCaseScore(
         workload=workload,
         clients=clients,
@@ -178,12 +187,13 @@ def score_case(workload: str, clients: int, case: Mapping[str, Any]) -> LiveCase
         knob_changes=int(
             case.get("knob_changes", sum(a != b for a, b in zip(sizes, sizes[1:], strict=False)))
         ),
-        worst_drop=min(smooth) / start if smooth and start > 0 else 1.0,
+        worst_drop=safety(series),
         dip=dip(sizes, oracle, sizes[0] if sizes else default_size),
         smallest_tied=smallest_within_noise(
             list(points.values()), z=NOISE_Z * AUTOCORRELATION_INFLATION
         )
         or oracle_size,
+        control_drop=safety(control) if control else None,
     )
 
 
@@ -222,7 +232,8 @@ def done_when(results: Sequence[LiveCaseScore]) -> list[tuple[bool, str]]:
     """The live done-when checks over ``results``: where the sweep differs beyond its noise
     the agent reaches 95% of the oracle within 5 minutes (T95) and ends at ≥ 95% of it (by
     the sweep at its final size); on flat curves it ends at no more than twice the smallest
-    size tied with the best; everywhere the worst 10-s mean stays ≥ 0.8 of the start."""
+    size tied with the best; everywhere the worst 10-s mean stays ≥ 0.8 of the start (with
+    the server's own figure, no agent, beside it when a control was run)."""
     checks: list[tuple[bool, str]] = []
     for r in results:
         name = f"{r.workload} x{r.clients}"
@@ -241,5 +252,6 @@ def done_when(results: Sequence[LiveCaseScore]) -> list[tuple[bool, str]]:
                     f"{r.smallest_tied} ({r.economy:.1f}×)",
                 )
             )
-        checks.append((r.worst_drop >= 0.8, f"{name}: safety {r.worst_drop:.2f} ≥ 0.8"))
+        control = "" if r.control_drop is None else f" (no agent: {r.control_drop:.2f})"
+        checks.append((r.worst_drop >= 0.8, f"{name}: safety {r.worst_drop:.2f} ≥ 0.8{control}"))
     return checks
