@@ -123,13 +123,14 @@ def test_a_control_run_scores_the_servers_own_drift_beside_the_agents_safety() -
     """The control holds the default with no agent: its safety is scored by the same
     formula as the agent's and shown beside it, so a fall the server makes alone is told
     from one the agent caused; the check itself still reads the agent's figure."""
-    from benchmarks.live.case import CasePlan
+    from benchmarks.live.case import SETTLE_S, CasePlan
     from benchmarks.live.scoring import done_when, safety
 
+    agent = [100.0] * 10 + [70.0] * 5 + [100.0] * 30
     recorded = {
         "sweep": {"2": [98.0, 102.0] * 4, "4": [98.0, 102.0] * 4},
         "default_size": 2,
-        "agent": [100.0] * 10 + [70.0] * 5 + [100.0] * 30,
+        "agent": agent,
         "agent_sizes": [2] * 45,
         "final_size": 2,
         "ab_ratio": 1.0,
@@ -137,7 +138,7 @@ def test_a_control_run_scores_the_servers_own_drift_beside_the_agents_safety() -
         "control": [100.0] * 20 + [75.0] * 10 + [100.0] * 15,
     }
     result = score_case("select_only", 32, recorded)
-    assert result.worst_drop == pytest.approx(0.7) == safety(recorded["agent"])  # type: ignore[arg-type]
+    assert result.worst_drop == pytest.approx(0.7) == safety(agent)
     assert result.control_drop == pytest.approx(0.75)
     (check,) = [c for c in done_when([result]) if "safety" in c[1]]
     assert check == (False, "select_only x32: safety 0.70 ≥ 0.8 (no agent: 0.75)")
@@ -146,10 +147,16 @@ def test_a_control_run_scores_the_servers_own_drift_beside_the_agents_safety() -
     assert safety([100.0] * 3) == 1.0  # shorter than one 10-s window: nothing to tell
 
     plan = CasePlan(
-        sizes=[1, 2], sweep_seconds=1.0, passes=1, agent_seconds=10.0, ab_seconds=1.0,
+        sizes=[1, 2],
+        sweep_seconds=1.0,
+        passes=1,
+        agent_seconds=10.0,
+        ab_seconds=1.0,
         work_dir=Path("."),
-    )  # fmt: skip
-    assert dataclasses.replace(plan, control=True).load_seconds() > plan.load_seconds() + 10.0
+    )
+    # The control holds the default as long as an agent runs, after a settling pause.
+    with_control = dataclasses.replace(plan, control=True).load_seconds()
+    assert with_control == pytest.approx(plan.load_seconds() + 10.0 + SETTLE_S)
 
 
 def test_the_warm_comparison_scores_both_runs_by_the_same_sweep(
