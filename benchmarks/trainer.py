@@ -39,7 +39,7 @@ from service.recommendations.tuple_model import TupleModel  # noqa: E402
 from trainer.artifact import artifact_bytes  # noqa: E402
 from trainer.evaluation import Score, score_tuple_model  # noqa: E402
 from trainer.examples import OPTIONAL_MEASUREMENTS, Example, holdout_split  # noqa: E402
-from trainer.pipeline import BASELINES, MIN_GROUPS, TrainOutcome, train  # noqa: E402
+from trainer.pipeline import BASELINES, MIN_GROUPS, TrainOutcome, real_verdict, train  # noqa: E402
 from trainer.realscore import NEAR_BEST, RealScore, score_real  # noqa: E402
 from trainer.refit import fit_calibrated  # noqa: E402
 from trainer.search import SearchConfig, validation_split  # noqa: E402
@@ -158,6 +158,7 @@ def done_when(
     outcome: TrainOutcome,
     real: RealScore | None,
     real_name: str,
+    real_examples: Sequence[Example],
     ms: float,
     ood: dict[str, float],
     engine: Engine,
@@ -196,7 +197,10 @@ def done_when(
             f"PgBouncer real LOWO mean regret ≤ half the default's (20: {default:.4f}): {lgbm:.4f}",
         )
         check(lgbm < rule, f"below 2 × cores + disks ({rule:.4f}): {lgbm:.4f}")
-    elif real is not None:
+    if real is not None:
+        verdict, reason, _, _ = real_verdict(outcome.metrics, real_examples)
+        check(bool(verdict), f"promotion gate, real part: {reason}")
+    if real is not None and engine is not Engine.PGBOUNCER:
         lgbm = real.scores["lightgbm"].regret.mean
         default = real.scores["default"].regret.mean
         note = f"(on {real_name}; the done-when asks it of mariadb-2core-v2)"
@@ -354,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     others = [parse_weighting(w) for w in args.compare.split(",") if w]
     if others and real_examples:
         compare(outcome, train_set, test_set, others, config)
-    done_when(outcome, real, ",".join(real_names), ms, ood, engine)
+    done_when(outcome, real, ",".join(real_names), real_examples, ms, ood, engine)
 
 
 if __name__ == "__main__":

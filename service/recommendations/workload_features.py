@@ -135,14 +135,18 @@ def feature_matrix(rows: Iterable[tuple[HostFacts, WorkloadProfile]]) -> NDArray
 _HEURISTIC = FEATURES.index("heuristic_size")
 _CORES = FEATURES.index("cpu_count")
 _INTERACTIVE = FEATURES.index("interactive_concurrency")
+#: Square-root staffing: a pool for requests that arrive at random needs about
+#: R + β·√R slots for a mean of R in flight, or requests queue behind the pool's edge.
+INTERACTIVE_HEADROOM = 2.0
 
 
 def size_offset(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    """log2 of the size theory gives: cores·(1 + W/S) (cores where W/S is unknown), capped by
-    the interactive concurrency where think time is known. Size models learn the residual
-    over it (docs/trainer.md, "Size offset")."""
+    """log2 of the size theory gives: cores·(1 + W/S) (cores where W/S is unknown), capped,
+    where think time is known, by the interactive concurrency R staffed with headroom
+    (R + β·√R). Size models learn the residual over it (docs/trainer.md, "Size offset")."""
     heuristic = matrix[:, _HEURISTIC]
     base = np.where(np.isfinite(heuristic), heuristic, matrix[:, _CORES])
-    interactive = matrix[:, _INTERACTIVE]
-    base = np.where(np.isfinite(interactive), np.minimum(base, np.maximum(interactive, 1.0)), base)
+    interactive = np.maximum(matrix[:, _INTERACTIVE], 1.0)
+    staffed = interactive + INTERACTIVE_HEADROOM * np.sqrt(interactive)
+    base = np.where(np.isfinite(interactive), np.minimum(base, staffed), base)
     return np.asarray(np.log2(np.clip(base, 1.0, None)), dtype=np.float64)

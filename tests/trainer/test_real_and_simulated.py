@@ -118,6 +118,29 @@ def test_the_gate_refuses_a_model_worse_than_the_default_on_real_workloads() -> 
     assert verdict is False and "no real held-out figure" in reason
 
 
+def test_the_gate_refuses_a_model_the_heuristic_beats_on_real_workloads() -> None:
+    examples = synthetic_examples(8, seed=5, domain="real", group_prefix="r")
+
+    def verdict(regret: float, heuristic: float) -> tuple[bool | None, str]:
+        figures = {"regret": regret, "default_regret": 0.17, "heuristic_regret": heuristic}
+        ok, reason, _, default = real_verdict({"heldout": {REAL: figures}}, examples)
+        assert default == 0.17
+        return ok, reason
+
+    # Far better than the default, but the service's own fallback does better still.
+    ok, reason = verdict(0.039, 0.029)
+    assert ok is False
+    assert "worse than the heuristic" in reason and "0.0290" in reason
+    # A hair behind it — the same sizes rounded the other way — passes, as does a tie.
+    assert verdict(0.031, 0.029)[0] is True
+    assert verdict(0.029, 0.029)[0] is True
+    # A candidate without the heuristic's figure recorded cannot pass.
+    ok, reason, _, _ = real_verdict(
+        {"heldout": {REAL: {"regret": 0.02, "default_regret": 0.17}}}, examples
+    )
+    assert ok is False and "retrain" in reason
+
+
 def test_real_workloads_train_but_are_never_in_the_simulated_test_set() -> None:
     simulated = synthetic_examples(200, seed=6)
     real = synthetic_examples(12, seed=7, domain="real", group_prefix="r")
