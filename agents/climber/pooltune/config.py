@@ -118,6 +118,10 @@ class PooltuneConfig:
     #: what limits it (statements wait off the CPU), so a loss measured a small step up is
     #: looked past once, as a tie is (docs/climber.md, "Search"). 0 disables.
     idle_cpu_share: float = 0.5
+    #: One look at a pool of one group per connection, past a shelf, only where the server
+    #: uses less than this share of its cores at the best size (docs/climber.md, "Search",
+    #: the far end). 0 disables the look.
+    far_end_cpu_share: float = 0.9
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -128,7 +132,7 @@ class PooltuneConfig:
 _NON_NEGATIVE = (
     "lag_samples settling_samples z epsilon economy_epsilon tie_z prior_weight noise_memory "
     "cusum_slack cusum_clip min_throughput cpu_cap_margin lock_contention idle_cpu_share "
-    "change_z slow_noise_cap confirm_z"
+    "change_z slow_noise_cap confirm_z far_end_cpu_share"
 ).split()
 _POSITIVE = (
     "min_samples prior_cv cusum_threshold min_change suspend_after recent_window fresh_steps "

@@ -18,6 +18,7 @@ from agents.climber.base import EventKind, KnobDim, KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
+from agents.climber.pooltune.far_end import look_at_far_end
 from agents.climber.pooltune.line_search import LineSearch, Program, Request
 from agents.climber.pooltune.warm_start import verify_warm_start
 
@@ -66,6 +67,8 @@ class Search:
         self._aborted = False
         #: Tuples whose probe collapsed once (a second collapse makes them lose).
         self._collapsed: set[tuple[tuple[str, int], ...]] = set()
+        #: Every tuple probed in this climb.
+        self._probed: list[dict[str, int]] = []
         #: The step the climb began at (the economy walk must end in time to settle).
         self._began = evidence.now
         self._program = self._climb(cold=cold)
@@ -108,6 +111,8 @@ class Search:
                 line = yield from self._locate_size(2 * self._config.min_step)
             elif (yield from self._gain_above()):
                 line = (yield from self._locate_size(2 * self._config.min_step)).after(line)
+        if (yield from self._gain_at_far_end()):
+            line = (yield from self._locate_size(2 * self._config.min_step)).after(line)
         # Thread economy last: it saves threads, the other knobs may gain throughput.
         yield from self._economy(line)
         if self.in_force != self.top:
@@ -127,6 +132,27 @@ class Search:
             self.top = probe
             return True
         return False
+
+    def _gain_at_far_end(self) -> Generator[Request, None, bool]:
+        """One look at one group per connection past a shelf (:mod:`far_end`; True: it
+        gained, and ``top`` is there)."""
+        dim = self._space.size
+        cfg = self._config
+        # It must leave the economy walk its budget before the climb settles.
+        if self._evidence.now - self._began > cfg.settle_steps - cfg.economy_budget:
+            return False
+        return (
+            yield from look_at_far_end(
+                self,
+                cfg,
+                dim,
+                measured=[k for k in self._probed if self._level(k) is not None],
+                connections=self.connections,
+                ceiling=self._size_ceiling(dim),
+                cpu_used=self._evidence.signal("cpu", self.top),
+                cpu_count=self._cpu_count,
+            )
+        )
 
     def _initial_step(self, dim: KnobDim, value: int, *, cold: bool) -> float:
         """The first step (log2): large far above the cores, the plausible range's width
@@ -370,6 +396,7 @@ class Search:
         if self._cpu_bound_below_cores(knobs, reference):
             return Comparison(Verdict.WORSE)
         self.probing = dict(knobs)
+        self._probed.append(dict(knobs))
         probed_from = self._evidence.now
         yield (knobs, cfg.min_samples)
         in_visit = cfg.min_samples

@@ -1,0 +1,133 @@
+"""One look at the pool's far end: as many groups (MariaDB) or server connections
+(PgBouncer) as there are client connections, where no connection shares its group or waits
+for a pool slot.
+
+A local search stops on a shelf: on real servers many curves are flat, within a few percent,
+from a few groups up to a size near the connection count, and rise to their best there
+(sysbench point selects × 256 clients on 2 cores: 0.80–0.83 of the best from 2 to 32, the
+best at 64; `datasets/mariadb-2core-v2`). Where the curve falls steadily above the best size
+instead (write-heavy loads: 0.52 of the best at one group per connection), that look is a
+deep probe; it is taken only where the server's CPUs are not saturated at the best size, the
+sizes measured above it fall slowly enough, and halfway there (in log size) a probe shows a
+tie within the loss that, carried on to the far end, stays within ``max_probe_loss``. A
+gain is re-tested before it is kept. Why and the figures: docs/climber.md ("Search", the far end).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Sequence
+
+from agents.climber.base import KnobDim
+from agents.climber.pooltune.config import PooltuneConfig
+from agents.climber.pooltune.evidence import Rules, Verdict
+from agents.climber.pooltune.line_search import Prober, Request
+
+#: The far end must lie at least this far above the best size (log2 units): closer, the line
+#: search has looked there already.
+MIN_DISTANCE = 1.0
+
+
+def far_end_size(
+    dim: KnobDim,
+    top: int,
+    *,
+    connections: float | None,
+    ceiling: int,
+    above: Sequence[tuple[int, float]],
+    max_probe_loss: float,
+    cpu_used: float,
+    cpu_limit: float,
+) -> int | None:
+    """The size of one group per connection if it may be worth a look from ``top``, else
+    None. ``above``: (size, measured log gain over ``top``) of the sizes measured above it;
+    none measured, or one at or past the far end already, and there is nothing to look at;
+    one whose fall, extrapolated, loses more than ``max_probe_loss`` there, and the look is
+    too deep. ``cpu_used``: the cores the server uses at ``top`` (0: unknown); at
+    ``cpu_limit`` or more its CPUs are saturated and more threads can only queue for them,
+    and unknown, nothing says a deep probe is worth its risk."""
+    if not connections or not above or not 0 < cpu_used < cpu_limit:
+        return None
+    target = min(ceiling, dim.clip(connections))
+    units = dim.to_unit(target) - dim.to_unit(top)
+    if units < MIN_DISTANCE or max(size for size, _ in above) >= target:
+        return None
+    # The fall per log2 unit, pooled over the sizes above (each measured briefly).
+    lost = -sum(gain for _, gain in above)
+    spanned = sum(dim.to_unit(size) - dim.to_unit(top) for size, _ in above)
+    if max(lost / spanned, 0.0) * units > -math.log1p(-max_probe_loss):
+        return None
+    return target
+
+
+def shelf_tolerance(dim: KnobDim, top: int, near: int, far: int, max_probe_loss: float) -> float:
+    """The loss ``near`` may show against ``top`` for the same fall per log2 unit, carried
+    on to ``far``, to stay within ``max_probe_loss``."""
+    span = dim.to_unit(far) - dim.to_unit(top)
+    return -math.log1p(-max_probe_loss) * (dim.to_unit(near) - dim.to_unit(top)) / span
+
+
+def look_at_far_end(
+    prober: Prober,
+    config: PooltuneConfig,
+    dim: KnobDim,
+    *,
+    measured: Sequence[dict[str, int]],
+    connections: float | None,
+    ceiling: int,
+    cpu_used: float,
+    cpu_count: int,
+) -> Generator[Request, None, bool]:
+    """Look at the far end from ``top`` when :func:`far_end_size` allows it, by way of the
+    size halfway there (in log size), which must be shown to tie with ``top`` within the
+    loss that, carried on, keeps the far end within ``max_probe_loss``. A gain at either,
+    re-tested, becomes ``top`` (True)."""
+    top = dict(prober.top)
+    others = {name: value for name, value in top.items() if name != dim.name}
+    above = [
+        (knobs[dim.name], prober.gain(knobs, top))
+        for knobs in measured
+        if knobs[dim.name] > top[dim.name] and all(knobs[n] == v for n, v in others.items())
+    ]
+    far = far_end_size(
+        dim,
+        top[dim.name],
+        connections=connections,
+        ceiling=ceiling,
+        above=above,
+        max_probe_loss=config.max_probe_loss,
+        cpu_used=cpu_used,
+        cpu_limit=config.far_end_cpu_share * cpu_count,
+    )
+    if far is None:
+        return False
+    # Halfway first (in log size): the same fall carried on to there must show as a tie on
+    # the way, and a curve that falls past its shelf is left at half the depth.
+    mid = dim.from_unit((dim.to_unit(top[dim.name]) + dim.to_unit(far)) / 2.0)
+    shelf = Rules(
+        loss_tolerance=shelf_tolerance(dim, top[dim.name], mid, far, config.max_probe_loss),
+        shown_tie_z=config.tie_z,
+        max_samples=config.economy_samples,
+        visit_samples=config.economy_visit_samples,
+    )
+    verdict, forced = yield from prober.probe({**top, dim.name: mid}, rules=shelf)
+    if verdict is not Verdict.BETTER and (forced or verdict is not Verdict.EQUAL):
+        return False
+    if verdict is Verdict.BETTER and not forced:
+        return (yield from _keep(prober, dim, top, {**top, dim.name: mid}))
+    probe = {**top, dim.name: far}
+    verdict, forced = yield from prober.probe(probe, rules=Rules(gain_only=True))
+    if verdict is not Verdict.BETTER or forced:
+        return False
+    return (yield from _keep(prober, dim, top, probe))
+
+
+def _keep(
+    prober: Prober, dim: KnobDim, top: dict[str, int], probe: dict[str, int]
+) -> Generator[Request, None, bool]:
+    """Far from every size the climb measured, a gain is re-tested before it is kept."""
+    prober.top = probe
+    if (yield from prober.confirm(dim, top, probe)):
+        return True
+    prober.top = top
+    return False

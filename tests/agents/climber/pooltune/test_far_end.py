@@ -1,0 +1,120 @@
+"""The look at one group per connection past a shelf: taken where the sizes above the best
+are flat and the cores are not saturated, found by the climber; on a curve that falls above
+its best it stops halfway, and saturated or unknown CPUs never send it there."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+
+from agents.climber import KnobSpace
+from agents.climber.pooltune.far_end import far_end_size
+from agents.sim import NoiseConfig
+from agents.sim.curves import FloatArray, KneeCurve
+
+from ..helpers import SIZE, drive, new
+
+DIM = KnobSpace.from_engine("mariadb", 2, names=[SIZE]).size
+
+
+def _size(**changes: object) -> int | None:
+    arguments: dict[str, object] = {
+        "connections": 64.0,
+        "ceiling": 128,
+        "above": [(3, -0.01), (4, -0.02)],
+        "max_probe_loss": 0.4,
+        "cpu_used": 1.2,
+        "cpu_limit": 1.8,
+    } | changes
+    return far_end_size(DIM, 2, **arguments)  # type: ignore[arg-type]
+
+
+def test_a_flat_shelf_above_the_best_on_idle_cores_is_worth_a_look_at_the_far_end() -> None:
+    assert _size() == 64
+    assert _size(ceiling=32) == 32
+    assert _size(connections=256.0) == DIM.high
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        # Falling above the best: 7 % lost a step of ×1.5 up, extrapolated to ×32 is 0.56.
+        {"above": [(3, -0.07)]},
+        # One size above fell steeply, even if another tied.
+        {"above": [(3, 0.0), (6, -0.3)]},
+        {"cpu_used": 1.85},
+        {"cpu_used": 0.0},
+        {"above": []},
+        {"above": [(64, -0.01)]},
+        {"connections": 3.0},
+        {"connections": None},
+    ],
+)
+def test_no_look_where_the_curve_falls_the_cpus_are_saturated_or_nothing_is_known(
+    changes: dict[str, object],
+) -> None:
+    assert _size(**changes) is None
+
+
+def test_the_extrapolated_loss_is_bounded_by_max_probe_loss() -> None:
+    # ×32 is 5 log2 units; a slope of s per unit loses 5s, allowed up to −ln(1 − 0.4).
+    bound = -math.log1p(-0.4) / 5
+    step = math.log2(3 / 2)
+    assert _size(above=[(3, -0.99 * bound * step)]) == 64
+    assert _size(above=[(3, -1.01 * bound * step)]) is None
+
+
+@dataclass(frozen=True, slots=True)
+class ShelfThenOwnGroups(KneeCurve):
+    """Flat from the knee up, ``lift`` higher from one group per connection on (sysbench
+    point selects on 2 cores ran 10–20 % faster at 64 groups for 64 clients)."""
+
+    lift: float = 0.15
+
+    def _throughput(self, sizes: FloatArray) -> FloatArray:
+        base = KneeCurve._throughput(self, sizes)
+        result: FloatArray = base * np.where(sizes >= self.connections, 1.0 + self.lift, 1.0)
+        return result
+
+
+def _final_sizes(curve: KneeCurve, cpu_busy: float, seeds: int = 8) -> list[tuple[int, int]]:
+    """(final size, largest size in force) of 300-sample climbs from the default."""
+    out = []
+    for seed in range(seeds):
+        run = drive(
+            new("pooltune", 2),
+            curve,
+            start={SIZE: 2},
+            samples=300,
+            noise=NoiseConfig(cv=0.05),
+            seed=seed,
+            sample_filter=lambda _, sample: replace(sample, cpu_busy=cpu_busy),
+        )
+        out.append((run.sizes[-1], max(run.sizes)))
+    return out
+
+
+SHELF = ShelfThenOwnGroups(rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2)
+
+
+def test_the_climber_finds_the_far_end_past_a_shelf_on_idle_cores() -> None:
+    # 5 % noise, correlated from sample to sample: some runs measure the shelf falling.
+    finals = [final for final, _ in _final_sizes(SHELF, cpu_busy=1.2)]
+    assert sum(final >= 64 for final in finals) >= 5, finals
+
+
+def test_saturated_cores_keep_the_climber_off_the_far_end() -> None:
+    assert all(largest < 16 for _, largest in _final_sizes(SHELF, cpu_busy=1.95))
+
+
+def test_a_curve_falling_above_its_best_is_probed_at_most_halfway_to_the_far_end() -> None:
+    # Write-heavy: 12 % lost per doubling above two groups (0.40 of the best at 64, 0.70
+    # at 11, halfway in log size).
+    falling = KneeCurve(
+        rate=1000.0, knee_size=2.0, sharpness=64.0, decline=0.12, connections=64, cores=2
+    )
+    runs = _final_sizes(falling, cpu_busy=1.2)
+    assert all(final == 2 and largest <= 11 for final, largest in runs), runs
