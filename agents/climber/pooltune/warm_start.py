@@ -123,8 +123,9 @@ def _after_walk(prober: Prober, line: LineSearch, walk: _Walk, start: int, step:
     dim = line.dim
     sizes = walk.sizes
     verdict, forced = walk.last
-    if _unproven(verdict, forced):
-        # Nothing below was shown to lose: the economy walk may look there, with shown ties.
+    if _unproven(verdict, forced) or len(sizes) > 1:
+        # Nothing below was shown to lose, or the walk passed sizes that tied or lost less
+        # than a knee: a shelf, where the economy walk may look, with shown ties.
         line.flat_votes += 1
     if verdict is Verdict.BETTER and not forced:
         yield from _descend(prober, line, sizes[-1], above=sizes[-2] if len(sizes) > 1 else start)

@@ -560,3 +560,14 @@ def test_a_recommendation_whose_half_ties_lets_the_economy_walk_look_below(start
     )
     finals = [climber.best_tuple[SIZE] for climber in climbers]
     assert finals.count(1) >= 3, finals
+
+
+def test_a_recommendation_on_a_shelf_walked_down_to_a_knee_lets_the_economy_walk_run() -> None:
+    """Live, PgBouncer select-only × 128 on 2 cores (best 8, 4 at 0.94, 2 at 0.79) started
+    at the heuristic's 20: the walk down tied at 12, 7 and 4 and lost at 2, and the range
+    held 20 (5× the smallest tied size) with no economy walk, as if the start were the
+    smallest size near the best. Sizes that tied on the way down are a shelf seen."""
+    curve = KneeCurve(rate=21000.0, knee_size=4.0, sharpness=4.0, connections=128, cores=2)
+    climbers = warm_two_cores(curve, 20, (10, 40), seeds=8, cv=0.06, samples=300)
+    finals = [climber.best_tuple[SIZE] for climber in climbers]
+    assert statistics.median(finals) <= 12 and max(finals) < 20, finals
