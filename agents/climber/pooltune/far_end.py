@@ -9,8 +9,9 @@ best at 64; `datasets/mariadb-2core-v2`). Where the curve falls steadily above t
 instead (write-heavy loads: 0.52 of the best at one group per connection), that look is a
 deep probe; it is taken only where the server's CPUs are not saturated at the best size, the
 sizes measured above it fall slowly enough, and halfway there (in log size) a probe shows a
-tie within the loss that, carried on to the far end, stays within ``max_probe_loss``. A
-gain is re-tested before it is kept. Why and the figures: docs/climber.md ("Search", the far end).
+tie within the loss that, carried on to the far end, stays within ``rollback_drop`` (the
+drop at which the climber leaves a probe anyway). A gain is re-tested before it is kept.
+Why and the figures: docs/climber.md ("Search", the far end).
 """
 
 from __future__ import annotations
@@ -35,14 +36,14 @@ def far_end_size(
     connections: float | None,
     ceiling: int,
     above: Sequence[tuple[int, float]],
-    max_probe_loss: float,
+    max_loss: float,
     cpu_used: float,
     cpu_limit: float,
 ) -> int | None:
     """The size of one group per connection if it may be worth a look from ``top``, else
     None. ``above``: (size, measured log gain over ``top``) of the sizes measured above it;
     none measured, or one at or past the far end already, and there is nothing to look at;
-    one whose fall, extrapolated, loses more than ``max_probe_loss`` there, and the look is
+    one whose fall, extrapolated, loses more than ``max_loss`` there, and the look is
     too deep. ``cpu_used``: the cores the server uses at ``top`` (0: unknown); at
     ``cpu_limit`` or more its CPUs are saturated and more threads can only queue for them,
     and unknown, nothing says a deep probe is worth its risk."""
@@ -55,16 +56,16 @@ def far_end_size(
     # The fall per log2 unit, pooled over the sizes above (each measured briefly).
     lost = -sum(gain for _, gain in above)
     spanned = sum(dim.to_unit(size) - dim.to_unit(top) for size, _ in above)
-    if max(lost / spanned, 0.0) * units > -math.log1p(-max_probe_loss):
+    if max(lost / spanned, 0.0) * units > -math.log1p(-max_loss):
         return None
     return target
 
 
-def shelf_tolerance(dim: KnobDim, top: int, near: int, far: int, max_probe_loss: float) -> float:
+def shelf_tolerance(dim: KnobDim, top: int, near: int, far: int, max_loss: float) -> float:
     """The loss ``near`` may show against ``top`` for the same fall per log2 unit, carried
-    on to ``far``, to stay within ``max_probe_loss``."""
+    on to ``far``, to stay within ``max_loss``."""
     span = dim.to_unit(far) - dim.to_unit(top)
-    return -math.log1p(-max_probe_loss) * (dim.to_unit(near) - dim.to_unit(top)) / span
+    return -math.log1p(-max_loss) * (dim.to_unit(near) - dim.to_unit(top)) / span
 
 
 def look_at_far_end(
@@ -80,7 +81,7 @@ def look_at_far_end(
 ) -> Generator[Request, None, bool]:
     """Look at the far end from ``top`` when :func:`far_end_size` allows it, by way of the
     size halfway there (in log size), which must be shown to tie with ``top`` within the
-    loss that, carried on, keeps the far end within ``max_probe_loss``. A gain at either,
+    loss that, carried on, keeps the far end within ``rollback_drop``. A gain at either,
     re-tested, becomes ``top`` (True)."""
     top = dict(prober.top)
     others = {name: value for name, value in top.items() if name != dim.name}
@@ -95,7 +96,7 @@ def look_at_far_end(
         connections=connections,
         ceiling=ceiling,
         above=above,
-        max_probe_loss=config.max_probe_loss,
+        max_loss=config.max_probe_loss,
         cpu_used=cpu_used,
         cpu_limit=config.far_end_cpu_share * cpu_count,
     )
@@ -105,7 +106,7 @@ def look_at_far_end(
     # the way, and a curve that falls past its shelf is left at half the depth.
     mid = dim.from_unit((dim.to_unit(top[dim.name]) + dim.to_unit(far)) / 2.0)
     shelf = Rules(
-        loss_tolerance=shelf_tolerance(dim, top[dim.name], mid, far, config.max_probe_loss),
+        loss_tolerance=shelf_tolerance(dim, top[dim.name], mid, far, config.rollback_drop),
         shown_tie_z=config.tie_z,
         max_samples=config.economy_samples,
         visit_samples=config.economy_visit_samples,

@@ -24,8 +24,8 @@ def _size(**changes: object) -> int | None:
     arguments: dict[str, object] = {
         "connections": 64.0,
         "ceiling": 128,
-        "above": [(3, -0.01), (4, -0.02)],
-        "max_probe_loss": 0.4,
+        "above": [(3, -0.005), (4, -0.01)],
+        "max_loss": 0.4,
         "cpu_used": 1.2,
         "cpu_limit": 1.8,
     } | changes
@@ -59,7 +59,7 @@ def test_no_look_where_the_curve_falls_the_cpus_are_saturated_or_nothing_is_know
     assert _size(**changes) is None
 
 
-def test_the_extrapolated_loss_is_bounded_by_max_probe_loss() -> None:
+def test_the_extrapolated_loss_is_bounded() -> None:
     # ×32 is 5 log2 units; a slope of s per unit loses 5s, allowed up to −ln(1 − 0.4).
     bound = -math.log1p(-0.4) / 5
     step = math.log2(3 / 2)
