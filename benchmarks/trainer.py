@@ -189,6 +189,9 @@ def done_when(
             f"simulated range coverage within {COVERAGE_TOLERANCE} of nominal {nominal:.2f}: "
             f"{coverage:.3f}",
         )
+    if real is not None:
+        verdict, reason, _, _ = real_verdict(outcome.metrics, real_examples)
+        check(bool(verdict), f"promotion gate, real part: {reason}")
     if real is not None and engine is Engine.PGBOUNCER:
         lgbm = real.scores["lightgbm"].regret.mean
         default, rule = real.scores["default"].regret.mean, real.scores["2cores+disk"].regret.mean
@@ -197,10 +200,7 @@ def done_when(
             f"PgBouncer real LOWO mean regret ≤ half the default's (20: {default:.4f}): {lgbm:.4f}",
         )
         check(lgbm < rule, f"below 2 × cores + disks ({rule:.4f}): {lgbm:.4f}")
-    if real is not None:
-        verdict, reason, _, _ = real_verdict(outcome.metrics, real_examples)
-        check(bool(verdict), f"promotion gate, real part: {reason}")
-    if real is not None and engine is not Engine.PGBOUNCER:
+    elif real is not None:
         lgbm = real.scores["lightgbm"].regret.mean
         default = real.scores["default"].regret.mean
         note = f"(on {real_name}; the done-when asks it of mariadb-2core-v2)"

@@ -146,7 +146,8 @@ def size_offset(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
     (R + β·√R). Size models learn the residual over it (docs/trainer.md, "Size offset")."""
     heuristic = matrix[:, _HEURISTIC]
     base = np.where(np.isfinite(heuristic), heuristic, matrix[:, _CORES])
-    interactive = np.maximum(matrix[:, _INTERACTIVE], 1.0)
+    known = matrix[:, _INTERACTIVE]
+    interactive = np.maximum(known, 1.0)
     staffed = interactive + INTERACTIVE_HEADROOM * np.sqrt(interactive)
-    base = np.where(np.isfinite(interactive), np.minimum(base, staffed), base)
+    base = np.where(np.isfinite(known), np.minimum(base, staffed), base)
     return np.asarray(np.log2(np.clip(base, 1.0, None)), dtype=np.float64)

@@ -85,17 +85,18 @@ def look_at_far_end(
     re-tested, becomes ``top`` (True)."""
     top = dict(prober.top)
     others = {name: value for name, value in top.items() if name != dim.name}
-    above = [
-        (knobs[dim.name], prober.gain(knobs, top))
+    # One entry per size (a size probed twice weighs once).
+    above = {
+        knobs[dim.name]: prober.gain(knobs, top)
         for knobs in measured
         if knobs[dim.name] > top[dim.name] and all(knobs[n] == v for n, v in others.items())
-    ]
+    }
     far = far_end_size(
         dim,
         top[dim.name],
         connections=connections,
         ceiling=ceiling,
-        above=above,
+        above=list(above.items()),
         max_loss=config.max_probe_loss,
         cpu_used=cpu_used,
         cpu_limit=config.far_end_cpu_share * cpu_count,
@@ -112,10 +113,11 @@ def look_at_far_end(
         visit_samples=config.economy_visit_samples,
     )
     verdict, forced = yield from prober.probe({**top, dim.name: mid}, rules=shelf)
-    if verdict is not Verdict.BETTER and (forced or verdict is not Verdict.EQUAL):
-        return False
     if verdict is Verdict.BETTER and not forced:
         return (yield from _keep(prober, dim, top, {**top, dim.name: mid}))
+    # A shown tie, or a gain the sample cap left unproven: the shelf holds halfway.
+    if verdict is not Verdict.BETTER and (forced or verdict is not Verdict.EQUAL):
+        return False
     probe = {**top, dim.name: far}
     verdict, forced = yield from prober.probe(probe, rules=Rules(gain_only=True))
     if verdict is not Verdict.BETTER or forced:
