@@ -11,9 +11,10 @@ training groups plus every real workload, and prints, per model and baseline, me
 mean throughput regret on the held-out simulated groups, the share of workloads within 5% of
 their best throughput, the range's coverage and the thread economy (predicted / best size);
 then the real leave-one-workload-out figures (each real workload group answered by a model
-trained on everything else); the coverage of ranges and predicted gains against nominal; how
-much wider ranges get outside the training ranges; the milliseconds per recommendation of a
-loaded model. ``--compare`` refits with other real weightings on the same search (same
+trained on everything else) and what the real sweeps resolve themselves
+(trainer.repeatability); the coverage of ranges and predicted gains against nominal; how much
+wider ranges get outside the training ranges; the milliseconds per recommendation of a loaded
+model. ``--compare`` refits with other real weightings on the same search (same
 recipe) and prints their real and simulated figures. The last lines are the done-when checks
 of issues 16 and 20 that the trainer can measure. "lightgbm (no sync)" is the same model on
 the same workloads with the synchronisation time unknown (a server without performance_schema).
@@ -42,6 +43,7 @@ from trainer.examples import OPTIONAL_MEASUREMENTS, Example, holdout_split  # no
 from trainer.pipeline import BASELINES, MIN_GROUPS, TrainOutcome, real_verdict, train  # noqa: E402
 from trainer.realscore import NEAR_BEST, RealScore, score_real  # noqa: E402
 from trainer.refit import fit_calibrated  # noqa: E402
+from trainer.repeatability import repeatability  # noqa: E402
 from trainer.search import SearchConfig, validation_split  # noqa: E402
 from trainer.sources import datasets  # noqa: E402
 from trainer.weighting import DomainWeighting  # noqa: E402
@@ -147,6 +149,24 @@ def compare(
         print(
             f"{weighting.label:<32} {sim_mean:9.4f} {sim_p90:8.4f} {real_mean:10.4f} "
             f"{real_within:9.3f}"
+        )
+
+
+def sweep_repeatability(names: Sequence[str]) -> None:
+    """Print what each real dataset's sweeps resolve: the size the other visits choose and
+    the default, both scored on the visit left out (trainer.repeatability)."""
+    print("the sweeps' own repeatability (best of the other visits vs the default, on each")
+    print("visit left out: mean regret, share within 5%; the first is about what the sweeps'")
+    print("noise leaves to any predictor on a fresh measurement):")
+    for name in names:
+        found = repeatability(datasets.load_dataset(name))
+        if found is None:
+            print(f"  {name}: no case with two visits and the default in its grid")
+            continue
+        print(
+            f"  {name} ({found.cases} cases, {found.visits} visits): other visits "
+            f"{found.chosen:.4f} ({found.chosen_within:.2f}), default {found.default:.4f} "
+            f"({found.default_within:.2f}); ratio {found.ratio:.2f}"
         )
 
 
@@ -327,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "training groups and the other real workloads):"
         )
         table(real.scores)
+        sweep_repeatability(real_names)
     print(f"\nranges (coverage of the best pool size; nominal {model.nominal_coverage:.2f}):")
     if "lightgbm" in scores:
         print(f"  simulated held-out: {scores['lightgbm'].coverage:.3f}")

@@ -1,0 +1,39 @@
+"""What a sweep's own visits resolve (trainer.repeatability)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.repeatability import repeatability, visit_regrets
+from trainer.sources import datasets
+
+
+def test_a_best_size_every_visit_agrees_on_costs_nothing_and_the_default_its_gap() -> None:
+    # Sizes 1, 2, 4, 8 (default 2); 4 is best in every visit by 25%.
+    visits = np.array(
+        [[60.0, 62.0, 58.0], [80.0, 78.0, 82.0], [100.0, 104.0, 98.0], [90.0, 88.0, 91.0]]
+    )
+    chosen, default = visit_regrets(visits, default_index=1)
+    assert chosen.tolist() == [0.0, 0.0, 0.0]
+    assert np.allclose(default, [0.2, 0.25, 1 - 82 / 98])
+
+
+def test_on_pure_noise_the_other_visits_choose_no_better_than_the_default() -> None:
+    rng = np.random.default_rng(3)
+    chosen, default = [], []
+    for _ in range(400):
+        a, b = visit_regrets(rng.normal(100.0, 10.0, size=(6, 3)), default_index=1)
+        chosen.extend(a)
+        default.extend(b)
+    assert abs(np.mean(chosen) - np.mean(default)) < 0.02
+    assert np.mean(chosen) > 0.05
+
+
+def test_the_bundled_sweeps_pgbouncer_resolves_its_best_and_mariadb_v1_does_not() -> None:
+    pgbouncer = repeatability(datasets.load_dataset("pgbouncer-2core-v1"))
+    mariadb = repeatability(datasets.load_dataset("mariadb-2core-v1"))
+    assert pgbouncer is not None and mariadb is not None
+    assert pgbouncer.cases == 33 and pgbouncer.visits >= 2 * pgbouncer.cases
+    assert pgbouncer.ratio < 0.25
+    assert pgbouncer.chosen_within > pgbouncer.default_within
+    assert mariadb.cases == 19 and mariadb.ratio > 0.8
