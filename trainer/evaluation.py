@@ -28,6 +28,10 @@ from trainer.uncertainty import default_tuples, held_out
 
 SizePredictor = Callable[[Sequence[Example]], NDArray[np.float64]]
 
+#: Off-CPU wait over CPU time of the profiles moved out of distribution, unless the training
+#: data reach further (then twice its largest): issue 16's "wait/CPU of 200".
+OOD_WAIT_RATIO = 200.0
+
 
 @dataclass
 class Score:
@@ -194,15 +198,21 @@ def score_gains(
 
 
 def ood_widening(
-    model: TupleModel, examples: Sequence[Example], *, domain: str | None = SIMULATED
+    model: TupleModel,
+    examples: Sequence[Example],
+    *,
+    domain: str | None = SIMULATED,
+    trained: Sequence[Example] = (),
 ) -> dict[str, float]:
     """How much wider (log2 of high / low) the pool size's range gets for profiles outside the
     training ranges — the workloads of the largest hosts on 1.5 × their cores (128 → 192 on
-    sim-v1), and every workload with W/S = 200 — and the share flagged out of distribution
+    sim-v1), and every workload waiting 200 × its CPU time or twice the largest W/S of the
+    ``trained`` examples if that is more — and the share flagged out of distribution
     (medians over ``examples``, ranges with the ``domain`` calibration)."""
     size_name = knobs.POOL_SIZE_KNOB[model.engine]
     out: dict[str, float] = {}
-    for label, inside, outside in _ood_pairs(examples):
+    ratio = max(OOD_WAIT_RATIO, 2.0 * max((blocking(e) for e in trained), default=0.0))
+    for label, inside, outside in _ood_pairs(examples, wait_ratio=ratio):
         connections = np.array([e.profile.connections for e in inside], dtype=np.float64)
         base = model.answer_matrix(matrix_of(inside), connections=connections, domain=domain)
         far = model.answer_matrix(matrix_of(outside), connections=connections, domain=domain)
@@ -219,11 +229,18 @@ def ood_widening(
     return out
 
 
+def blocking(example: Example) -> float:
+    """An example's off-CPU wait over its CPU time per statement (W/S; 0 where unknown)."""
+    cpu = float(example.profile.cpu_ms_per_request or 0.0)
+    wait = float(example.profile.wait_ms_per_request or 0.0)
+    return wait / cpu if cpu > 0 else 0.0
+
+
 def _ood_pairs(
-    examples: Sequence[Example],
+    examples: Sequence[Example], *, wait_ratio: float = OOD_WAIT_RATIO
 ) -> list[tuple[str, list[Example], list[Example]]]:
     """(label, in-distribution profiles, the same pushed outside): the largest hosts on 1.5 ×
-    their cores, and the off-CPU wait raised to 200 × the CPU time."""
+    their cores, and the off-CPU wait raised to ``wait_ratio`` × the CPU time."""
     largest = max((e.host.cpu_count for e in examples), default=1)
     cores_base = [e for e in examples if e.host.cpu_count == largest]
     far = int(largest * 1.5)
@@ -236,8 +253,14 @@ def _ood_pairs(
             replace(
                 e,
                 profile=e.profile.model_copy(
-                    update={"wait_ms_per_request": 200.0 * cpu, "latency_ms": 201.0 * cpu}
+                    update={
+                        "wait_ms_per_request": wait_ratio * cpu,
+                        "latency_ms": (wait_ratio + 1.0) * cpu,
+                    }
                 ),
             )
         )
-    return [(f"cores_{far}", cores_base, cores_far), ("wait_over_cpu_200", waits, waits_far)]
+    return [
+        (f"cores_{far}", cores_base, cores_far),
+        (f"wait_over_cpu_{wait_ratio:.0f}", waits, waits_far),
+    ]

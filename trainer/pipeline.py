@@ -211,7 +211,10 @@ def train(
     if not scores and real is None:
         raise NotEnoughDataError("nothing to score on: no held-out workload has a curve")
     ood = ood_widening(
-        model, (test_set or train_set)[:500], domain=SIMULATED if test_set else model.domain
+        model,
+        (test_set or train_set)[:500],
+        domain=SIMULATED if test_set else model.domain,
+        trained=train_set,
     )
     metrics = score_metrics(
         scores, "lightgbm", real=real, gains=gains, ood=ood, weighting=config.weighting.label

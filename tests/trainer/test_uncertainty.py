@@ -14,7 +14,7 @@ from agents.wire import HostFacts, WorkloadProfile
 from service.recommendations.intervals import SIMULATED, Calibration, served_range
 from service.recommendations.tuple_model import TupleModel
 from trainer import simcorpus
-from trainer.evaluation import score_gains, score_tuple_model
+from trainer.evaluation import ood_widening, score_gains, score_tuple_model
 from trainer.examples import Example, split_by_group
 from trainer.search import SearchConfig, search_lightgbm
 from trainer.sources import datasets
@@ -145,6 +145,22 @@ def test_profiles_outside_the_training_ranges_get_wider_ranges_and_a_flag(
             ratios.append(np.log2(high / low) / np.log2(near_high / near_low))
         assert len(ratios) > len(pairs) // 4, label
         assert np.median(ratios) >= 2.0, label
+
+
+def test_the_card_pushes_waits_past_what_the_training_data_reached(
+    synthetic: tuple[TupleModel, list[Example]],
+) -> None:
+    """W/S 200 is out of distribution only while no training workload waits that long: with
+    one at 300, the card's profiles wait 600 × their CPU time, and are flagged."""
+    model, test = synthetic
+    assert "wait_over_cpu_200_flagged" in ood_widening(model, test[:50])
+    long_wait = test[0].profile.model_copy(
+        update={"cpu_ms_per_request": 0.1, "wait_ms_per_request": 30.0}
+    )
+    trained = [replace(test[0], profile=long_wait)]
+    moved = ood_widening(model, test[:50], trained=trained)
+    assert "wait_over_cpu_200_flagged" not in moved
+    assert moved["wait_over_cpu_600_flagged"] == 1.0
 
 
 def test_the_predicted_gain_holds_on_held_out_simulated_curves(
