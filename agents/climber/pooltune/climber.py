@@ -161,7 +161,9 @@ class PooltuneClimber(Climber):
         return self._search.top if self._search is not None else self._current
 
     # ----------------------------------------------------------------- search
-    def _start_climb(self, *, cold: bool) -> None:
+    def _start_climb(self, *, cold: bool, chosen: bool = False) -> None:
+        """A new search from the tuple in force (``chosen``: one this climber chose, not
+        a start or a DBA's setting)."""
         self._evidence.forget()
         self._converged = False
         self._suspended = False
@@ -174,6 +176,7 @@ class PooltuneClimber(Climber):
             self._event,
             start=self._current,
             cold=cold,
+            chosen=chosen,
             plausible_range=self._range,
         )
         self._pending = 0
@@ -206,7 +209,7 @@ class PooltuneClimber(Climber):
         request = self._search.next_request()
         if self._search.changed is not None:
             self._event(EventKind.WORKLOAD_CHANGE, self._search.changed)
-            self._start_climb(cold=True)
+            self._start_climb(cold=True, chosen=True)
             return
         if request is None:
             self._enter_hold()
@@ -237,4 +240,4 @@ class PooltuneClimber(Climber):
         reason = self._change.observe(level, connections, self._hold_noise)
         if reason is not None:
             self._event(EventKind.WORKLOAD_CHANGE, reason)
-            self._start_climb(cold=True)
+            self._start_climb(cold=True, chosen=True)

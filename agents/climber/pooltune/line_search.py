@@ -55,6 +55,11 @@ class Prober(Protocol):
         """The measured log gain of ``knobs`` over ``reference``."""
         ...
 
+    def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
+        """The log loss of ``knobs`` under ``reference`` that holds without ``knobs``'
+        lowest sample (one stall does not make a loss); 0 where there is none."""
+        ...
+
     def cores_idle(self, knobs: Mapping[str, int]) -> bool:
         """The server leaves most of its cores idle at ``knobs`` (statements wait off the
         CPU): the pool is not what its CPU limits."""
@@ -76,7 +81,6 @@ class LineSearch:
         low_bound: float = -math.inf,
         high_bound: float = math.inf,
         look_farther: bool = True,
-        tail_floor: int | None = None,
     ) -> None:
         self._prober = prober
         self._config = config
@@ -90,10 +94,6 @@ class LineSearch:
         #: recommended start: its range already says where the best lies; a gain, not a
         #: tie, widens the search).
         self.look_farther = look_farther
-        #: Far above the cores a falling curve's tail is flat: a tie below keeps the search
-        #: walking down (step by bounded step) to this value, for a gain, before it gives
-        #: up that side.
-        self.tail_floor = tail_floor
         #: Ties after large steps (plateau evidence).
         self.flat_votes = 0
         #: The steps that improved: (new coordinate, measured log gain, log2 units moved),
@@ -158,17 +158,6 @@ class LineSearch:
                 if farther not in (probe, self.center):
                     probe = farther
                     verdict, forced = yield from self._probe(probe)
-            while (
-                side < 0
-                and (verdict is Verdict.EQUAL or (verdict is Verdict.WORSE and self._forced))
-                and self.tail_floor is not None
-                and probe[self.dim.name] > self.tail_floor
-            ):
-                lower = self._step_from(probe, side, h)
-                if lower == probe:
-                    break
-                probe = lower
-                verdict, forced = yield from self._probe(probe)
             if verdict is Verdict.EQUAL and self._rules.stay and side < 0:
                 # A knob whose effect is a threshold (a stall limit under the statements'
                 # time) is flat until it is crossed: look once at the end of the safe side.
@@ -259,14 +248,6 @@ class LineSearch:
             grown = min(grown, elastic_step(gain, units, cfg))
         return self._bounded(grown, direction)
 
-    def _step_from(self, base: Mapping[str, int], side: int, h: float) -> dict[str, int]:
-        """``h`` log2 units from ``base`` towards ``side`` (at least one unit), clipped."""
-        dim = self.dim
-        value = dim.from_unit(dim.to_unit(base[dim.name]) + side * h)
-        if value == base[dim.name]:
-            value = base[dim.name] + side
-        return {**base, dim.name: min(self.high_cap, max(dim.low, value))}
-
     def _neighbour(self, side: int, h: float) -> dict[str, int]:
         """``h`` log2 units from the center towards ``side``: at least one unit, inside
         [low, high_cap]."""
@@ -274,9 +255,7 @@ class LineSearch:
         value = dim.from_unit(dim.to_unit(base[dim.name]) + side * h)
         if value == base[dim.name]:
             value = base[dim.name] + side
-        moved = dict(base)
-        moved[dim.name] = min(self.high_cap, max(dim.low, value))
-        return moved
+        return {**base, dim.name: min(self.high_cap, max(dim.low, value))}
 
     def _coordinate(self, knobs: Mapping[str, int]) -> float:
         return self.dim.to_unit(knobs[self.dim.name])

@@ -19,7 +19,9 @@ from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
 from agents.climber.pooltune.far_end import look_at_far_end
+from agents.climber.pooltune.guards import cpu_bound_below_cores, plausible
 from agents.climber.pooltune.line_search import LineSearch, Program, Request
+from agents.climber.pooltune.stats import without_extreme
 from agents.climber.pooltune.warm_start import verify_warm_start
 
 
@@ -38,6 +40,7 @@ class Search:
         start: Mapping[str, int],
         cold: bool,
         plausible_range: Mapping[str, tuple[int, int]],
+        chosen: bool = False,
     ) -> None:
         self._config = config
         self._space = space
@@ -49,6 +52,9 @@ class Search:
         #: The start was recommended (the service's model aims at the smallest size near
         #: the best already).
         self._recommended = not cold
+        #: The start is where this climber held before the workload changed (not a guess
+        #: to verify downwards).
+        self._chosen = chosen
         #: The best tuple measured so far (the chosen one once the climb is over).
         self.top = dict(start)
         #: The tuple last requested: in force while its samples come in.
@@ -158,7 +164,7 @@ class Search:
         """The first step (log2): large far above the cores, the plausible range's width
         over ``range_steps`` when warm, else the configured one."""
         cfg = self._config
-        if dim is self._space.size and cold and value >= 8 * self._cpu_count:
+        if dim is self._space.size and cold and self._far_above(value):
             # Far above the cores: the flat tail of a falling curve looks like a plateau
             # at small steps, so the first steps are large.
             return max(cfg.initial_step, 1.5)
@@ -167,6 +173,10 @@ class Search:
             span = dim.to_unit(max(high, 1)) - dim.to_unit(max(low, 1))
             return min(cfg.max_step, max(cfg.min_step, span / cfg.range_steps))
         return cfg.initial_step if dim is self._space.size else cfg.secondary_step
+
+    def _far_above(self, size: int) -> bool:
+        """A pool size far above the cores (8×): where a falling curve's tail looks flat."""
+        return size >= 8 * self._cpu_count
 
     def _locate_size(self, step: float) -> Generator[Request, None, LineSearch]:
         """Locate the best pool size (``top``); the line search, for the economy walk."""
@@ -177,7 +187,6 @@ class Search:
             self.top = {**self.top, dim.name: high_cap}
             self._event(EventKind.GUARD, f"{dim.name} cut to {high_cap}: connections")
             yield from self._visit_reference(self.top)
-        far_above = not self._warm and self.top[dim.name] >= 8 * self._cpu_count
         line = LineSearch(
             self,
             self._config,
@@ -185,13 +194,25 @@ class Search:
             high_cap=high_cap,
             rules=Rules(gain_only=True),
             look_farther=not self._warm,
-            tail_floor=max(dim.low, 2 * self._cpu_count) if far_above else None,
         )
         if self._warm:
             self._warm = False
             high = self._range.get(dim.name, (0, self.top[dim.name]))[1]
             yield from verify_warm_start(
                 self, self._config, line, step, cpu_count=self._cpu_count, range_high=high
+            )
+        elif self._far_above(self.top[dim.name]) and not self._chosen:
+            # A pool set far above the cores is someone's guess, as a recommendation is:
+            # verified against smaller sizes the same way, down to twice the cores (a falling
+            # curve's tail is flat above its knee; the economy walk looks lower on ties).
+            yield from verify_warm_start(
+                self,
+                self._config,
+                line,
+                step,
+                cpu_count=self._cpu_count,
+                range_high=high_cap,
+                floor=2 * self._cpu_count,
             )
         else:
             # Over-provisioned pools are checked downwards first.
@@ -375,6 +396,13 @@ class Search:
         there, here = self._level(knobs), self._level(reference)
         return there - here if there is not None and here is not None else 0.0
 
+    def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
+        here = self._level(reference)
+        kept = without_extreme(self._evidence.recent(knobs), highest=False)
+        if here is None or not kept:
+            return 0.0
+        return max(0.0, here - self._evidence.location(kept))
+
     def cores_idle(self, knobs: Mapping[str, int]) -> bool:
         share = self._config.idle_cpu_share
         used = self._evidence.signal("cpu", knobs)
@@ -393,7 +421,11 @@ class Search:
             return Comparison(Verdict.UNSURE)
         if knobs == reference:
             return Comparison(Verdict.EQUAL)
-        if self._cpu_bound_below_cores(knobs, reference):
+        guard = cpu_bound_below_cores(
+            self._evidence, self._config, self._space.size.name, self._cpu_count, knobs, reference
+        )
+        if guard is not None:
+            self._event(EventKind.GUARD, guard)
             return Comparison(Verdict.WORSE)
         self.probing = dict(knobs)
         self._probed.append(dict(knobs))
@@ -429,8 +461,8 @@ class Search:
                 final=taken >= (rules.max_samples or cfg.max_samples),
                 rules=rules,
             )
-            if comparison.verdict is not Verdict.UNSURE and self._plausible(
-                knobs, reference, probed_from
+            if comparison.verdict is not Verdict.UNSURE and plausible(
+                self._evidence, self._config, self._space.size, knobs, reference, probed_from
             ):
                 self.probing = None
                 return comparison
@@ -453,47 +485,3 @@ class Search:
             else:
                 yield (knobs, 1)
                 in_visit += 1
-
-    def _plausible(
-        self, knobs: Mapping[str, int], reference: Mapping[str, int], probed_from: int
-    ) -> bool:
-        """A pool c times larger or smaller changes throughput by at most c (a group runs
-        about one thread; on the scalability law's falling tail throughput is at best
-        inversely proportional): a larger difference, unless the reference was measured
-        again since the probe began, is the workload changing between the two, so the
-        reference is measured again first (which also watches it for the change)."""
-        size = self._space.size
-        if knobs.get(size.name) == reference.get(size.name):
-            return True
-        last = self._evidence.last_seen(reference)
-        if last is not None and last > probed_from:
-            return True
-        units = abs(size.to_unit(knobs[size.name]) - size.to_unit(reference[size.name]))
-        difference, stderr = self._evidence.difference(reference, knobs)
-        return abs(difference) <= units * math.log(2.0) + self._config.z * stderr
-
-    def _cpu_bound_below_cores(
-        self, probe: Mapping[str, int], reference: Mapping[str, int]
-    ) -> bool:
-        """The probe has fewer groups than cores, and fewer than the cores the server uses
-        at ``reference`` (with ``cpu_cap_margin``): it would cap the server's CPU and can
-        only lose (GUARD event, not probed) — unless statements queue on row locks there
-        (``lock_contention``), where CPU is also spent on the contention."""
-        size = self._space.size.name
-        config = self._config
-        probe_size = probe.get(size, 0)
-        if config.cpu_cap_margin <= 0 or probe_size >= min(self._cpu_count, reference.get(size, 0)):
-            return False
-        used = self._evidence.signal("cpu", reference)
-        if used < config.cpu_cap_margin * probe_size:
-            return False
-        locks = self._evidence.signal("locks", reference)
-        if 0 < config.lock_contention <= locks:
-            return False
-        self._event(
-            EventKind.GUARD,
-            f"{size}={probe_size} not probed: the server uses {used:.1f} of "
-            f"{self._cpu_count} cores at {reference[size]}, more than {probe_size} groups can "
-            "run",
-        )
-        return True

@@ -38,6 +38,7 @@ def verify_warm_start(
     *,
     cpu_count: int,
     range_high: int,
+    floor: int | None = None,
 ) -> Program:
     """Compare the start with a clearly smaller size (half, as far as a probe may go),
     quickly (a loss is not worth measuring long: the economy walk looks for ties later).
@@ -61,7 +62,7 @@ def verify_warm_start(
     verdict, forced = yield from prober.probe(smaller, rules=rules)
     if _unproven(verdict, forced) and start > 2 * cpu_count:
         walk = yield from _walk_down(
-            prober, line, smaller, rules, floor=max(dim.low, cpu_count), config=config
+            prober, line, smaller, rules, floor=max(dim.low, floor or cpu_count), config=config
         )
         yield from _after_walk(prober, line, walk, start, step)
         return
@@ -98,14 +99,17 @@ def _walk_down(
     """The recommendation may be wrong (an over-sized pool on a flat, stalling curve ties
     over a wide range): step by bounded step down to ``floor`` (the engine default), each
     probe against the start, until one is shown to gain, or to lose more than
-    ``rollback_drop`` (the fall below a knee; a shelf's own dips lose less)."""
+    ``rollback_drop`` (the fall below a knee; a shelf's own dips lose less), even without
+    its lowest sample."""
     dim = line.dim
     start = dict(prober.top)
     shelf = -math.log1p(-config.rollback_drop)
     sizes = [probe[dim.name]]
     last = Comparison(Verdict.EQUAL)
-    while probe[dim.name] > floor and (
-        _unproven(*last) or (last.verdict is Verdict.WORSE and -prober.gain(probe, start) < shelf)
+    while (
+        probe[dim.name] > floor
+        and (_unproven(*last) or last.verdict is Verdict.WORSE)
+        and prober.loss_shown(probe, start) < shelf
     ):
         h = min(1.0, prober.max_step(dim, -1))
         value = dim.from_unit(dim.to_unit(probe[dim.name]) - h)

@@ -87,7 +87,7 @@ def climb_a_slowly_opening_pool(
     """A pool that opens 4 connections per sample after it grows (PgBouncer opens them a few
     at a time), on a curve rising in proportion to the pool up to its 128 clients; the target
     flags the samples taken while it opens when ``flagged`` (every sample when ``always``).
-    Returns the size held after ``samples``."""
+    Returns the size held after ``samples`` and the workload changes the climber saw."""
     curve = KneeCurve(rate=4800, knee_size=128, sharpness=30, connections=128, cores=2)
     rng = np.random.default_rng(seed)
     climber = pooltune(2)
@@ -102,20 +102,22 @@ def climb_a_slowly_opening_pool(
         settling = (always or opened > before) if flagged else None
         knobs = climber.step(Sample(throughput, 128, None, dict(knobs), settling=settling))
     assert climber.converged
-    return climber.best_tuple[SIZE]
+    changes = sum(e.kind is EventKind.WORKLOAD_CHANGE for e in climber.events)
+    return climber.best_tuple[SIZE], changes
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_samples_of_a_pool_still_opening_are_not_taken_for_its_size(seed: int) -> None:
-    # Measured while it opens, 128 looks worse than it is and the climber holds less (the
-    # live pg_sleep × 128 run held 114); flagged samples are discarded, so it holds 128.
-    assert climb_a_slowly_opening_pool(flagged=True, seed=seed) == 128
-    assert climb_a_slowly_opening_pool(flagged=False, seed=seed) < 120
+    # Measured while it opens, 128 looks worse than it is (the live pg_sleep × 128 run held
+    # 114) and its level rises later, which reads as a workload change; flagged samples
+    # are discarded, so it holds 128 with no false change.
+    assert climb_a_slowly_opening_pool(flagged=True, seed=seed) == (128, 0)
+    assert climb_a_slowly_opening_pool(flagged=False, seed=seed)[1] >= 1
 
 
 def test_a_target_that_always_says_settling_does_not_stop_the_climb() -> None:
     # The discard is bounded per change: a flag stuck on costs time, not the climb.
-    assert climb_a_slowly_opening_pool(flagged=True, always=True, samples=300) >= 100
+    assert climb_a_slowly_opening_pool(flagged=True, always=True, samples=300)[0] >= 100
 
 
 def test_rolls_back_at_once_when_a_probe_collapses() -> None:
@@ -571,3 +573,33 @@ def test_a_recommendation_on_a_shelf_walked_down_to_a_knee_lets_the_economy_walk
     climbers = warm_two_cores(curve, 20, (10, 40), seeds=8, cv=0.06, samples=300)
     finals = [climber.best_tuple[SIZE] for climber in climbers]
     assert statistics.median(finals) <= 12 and max(finals) < 20, finals
+
+
+#: sysbench oltp_read_only at 64 clients (datasets/mariadb-2core-v2): best at 2–6 groups, a
+#: dip of 10–16% from 8 to 32, and 0.95 again at 64 and above.
+READ_ONLY_64 = MeasuredCurve(
+    64,
+    (1, 2, 3, 4, 6, 8, 16, 32, 64, 128),
+    (0.71, 1.0, 0.96, 0.99, 1.0, 0.9, 0.85, 0.84, 0.95, 0.95),
+)
+
+
+def test_a_pool_set_far_above_the_cores_is_verified_down_past_a_dip() -> None:
+    """A cold start at the catalog's top (a DBA's 128 on 2 cores) is a guess, as a
+    recommendation is: the climb walks down past the dip (each step loses less than a
+    knee's fall) to twice the cores, finds the gain there and ends on the small sizes'
+    peak, where the line search alone stopped at the dip's edge (77)."""
+    finals = []
+    for seed in range(6):
+        climber = pooltune(2)
+        drive(
+            climber,
+            READ_ONLY_64,
+            start={SIZE: 128},
+            samples=300,
+            seed=seed,
+            noise=NoiseConfig(cv=0.05),
+        )
+        finals.append(climber.best_tuple[SIZE])
+    quality = [READ_ONLY_64.expected({SIZE: size})[0] / READ_ONLY_64.peak() for size in finals]
+    assert statistics.median(finals) <= 8 and min(quality) >= 0.9, finals

@@ -1,0 +1,61 @@
+"""What a probe's measurement must pass before the climb believes it, and the probe the
+climb does not take at all. Why: docs/climber.md ("Search")."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from agents.climber.base import KnobDim
+from agents.climber.pooltune.config import PooltuneConfig
+from agents.climber.pooltune.evidence import Evidence
+
+
+def plausible(
+    evidence: Evidence,
+    config: PooltuneConfig,
+    size: KnobDim,
+    knobs: Mapping[str, int],
+    reference: Mapping[str, int],
+    probed_from: int,
+) -> bool:
+    """A pool c times larger or smaller changes throughput by at most c (a group runs
+    about one thread; on the scalability law's falling tail throughput is at best
+    inversely proportional): a larger difference, unless the reference was measured
+    again since the probe began, is the workload changing between the two, so the
+    reference is measured again first (which also watches it for the change)."""
+    if knobs.get(size.name) == reference.get(size.name):
+        return True
+    last = evidence.last_seen(reference)
+    if last is not None and last > probed_from:
+        return True
+    units = abs(size.to_unit(knobs[size.name]) - size.to_unit(reference[size.name]))
+    difference, stderr = evidence.difference(reference, knobs)
+    return abs(difference) <= units * math.log(2.0) + config.z * stderr
+
+
+def cpu_bound_below_cores(
+    evidence: Evidence,
+    config: PooltuneConfig,
+    size: str,
+    cpu_count: int,
+    probe: Mapping[str, int],
+    reference: Mapping[str, int],
+) -> str | None:
+    """Why the probe is not taken (a GUARD event), or None: it has fewer groups than cores,
+    and fewer than the cores the server uses at ``reference`` (with ``cpu_cap_margin``), so
+    it would cap the server's CPU and can only lose — unless statements queue on row locks
+    there (``lock_contention``), where CPU is also spent on the contention."""
+    probe_size = probe.get(size, 0)
+    if config.cpu_cap_margin <= 0 or probe_size >= min(cpu_count, reference.get(size, 0)):
+        return None
+    used = evidence.signal("cpu", reference)
+    if used < config.cpu_cap_margin * probe_size:
+        return None
+    locks = evidence.signal("locks", reference)
+    if 0 < config.lock_contention <= locks:
+        return None
+    return (
+        f"{size}={probe_size} not probed: the server uses {used:.1f} of {cpu_count} cores "
+        f"at {reference[size]}, more than {probe_size} groups can run"
+    )
