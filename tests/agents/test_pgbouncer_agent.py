@@ -6,6 +6,7 @@ commands. Short windows (0.5 s samples, 2 s profiles) keep each scenario within 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 import time
@@ -110,7 +111,14 @@ def test_pools_climb_in_turn_inside_the_budget_and_sigterm_restores_them(
         for path in sorted((tmp_path / "state" / "spool").glob("*.json"))
     ]
     assert len(reports) == 2
-    assert all(1 <= s["knobs"]["default_pool_size"] <= 30 for r in reports for s in r["trace"])
+    ceilings: dict[str, int] = {}
+    for pool, size in re.findall(r"pool (\w+): its turn, sizes up to (\d+)", log):
+        ceilings[pool] = max(ceilings.get(pool, 0), int(size))
+    assert ceilings["bench"] == 22
+    in_turn = sorted(reports, key=lambda report: report["started_at"])
+    for pool, report in zip(("bench", "bench2"), in_turn, strict=True):
+        sizes = [s["knobs"]["default_pool_size"] for s in report["trace"]]
+        assert all(1 <= size <= ceilings[pool] for size in sizes), (pool, ceilings, sizes)
 
 
 def test_kill9_mid_climb_then_the_next_start_restores_every_pool_first(
