@@ -47,6 +47,9 @@ async def test_the_hot_routes_work_behind_transaction_pooling(
             database_url=_url(bouncer.host, bouncer.port, pg_cluster),
             db_pgbouncer=True,
             db_pool_size=10,
+            # What is tested is the protocol behind transaction pooling, not the wait for a
+            # connection: 200 requests on 10 may queue past 3 s on a busy CI host.
+            db_pool_timeout_s=30.0,
         )
         async with app.router.lifespan_context(app):
             transport = ASGITransport(app=app)
