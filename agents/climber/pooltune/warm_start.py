@@ -1,7 +1,8 @@
 """A recommended start is a prior, not a fence: before the line search trusts the plausible
 range, the climb compares the start with a clearly smaller size, and from a start well
 above the cores keeps testing the cheap side down to the engine default while nothing
-there is shown to gain or to lose. Why: docs/climber.md ("Search", warm start).
+there is shown to gain or to lose. A cold start far above the cores (someone's guess) is
+verified the same way, down to twice the cores. Why: docs/climber.md ("Search", warm start).
 """
 
 from __future__ import annotations
@@ -97,10 +98,9 @@ def _walk_down(
     config: PooltuneConfig,
 ) -> Generator[Request, None, _Walk]:
     """The recommendation may be wrong (an over-sized pool on a flat, stalling curve ties
-    over a wide range): step by bounded step down to ``floor`` (the engine default), each
-    probe against the start, until one is shown to gain, or to lose more than
-    ``rollback_drop`` (the fall below a knee; a shelf's own dips lose less), even without
-    its lowest sample."""
+    over a wide range): step by bounded step down to ``floor``, each probe against the
+    start, until one is shown to gain, or to lose more than ``rollback_drop`` (the fall
+    below a knee; a shelf's own dips lose less) even without its lowest sample."""
     dim = line.dim
     start = dict(prober.top)
     shelf = -math.log1p(-config.rollback_drop)
