@@ -83,7 +83,7 @@ def test_discards_the_sample_after_each_change() -> None:
 
 def climb_a_slowly_opening_pool(
     *, flagged: bool, always: bool = False, seed: int = 0, samples: int = 150
-) -> int:
+) -> tuple[int, int]:
     """A pool that opens 4 connections per sample after it grows (PgBouncer opens them a few
     at a time), on a curve rising in proportion to the pool up to its 128 clients; the target
     flags the samples taken while it opens when ``flagged`` (every sample when ``always``).
@@ -472,18 +472,18 @@ HOT_ROW_UPDATES_16 = MeasuredCurve(
 )
 
 
-def warm_two_cores(
+def two_core_climbs(
     curve: ThroughputCurve,
     start: int,
-    plausible: tuple[int, int],
+    plausible: tuple[int, int] | None,
     *,
     seeds: int,
     cv: float,
     samples: int,
     sample_filter: Callable[[int, Sample], Sample] | None = None,
 ) -> list[PooltuneClimber]:
-    """2-core climbers on ``curve`` from a recommended ``start`` with the ``plausible``
-    range, one per seed."""
+    """2-core climbers on ``curve`` from ``start``, one per seed: recommended with the
+    ``plausible`` range, or cold (None)."""
     climbers = []
     for seed in range(seeds):
         climber = pooltune(2)
@@ -494,7 +494,7 @@ def warm_two_cores(
             samples=samples,
             seed=seed,
             noise=NoiseConfig(cv=cv),
-            plausible_range={SIZE: plausible},
+            plausible_range={SIZE: plausible} if plausible else None,
             sample_filter=sample_filter,
         )
         climbers.append(climber)
@@ -508,7 +508,7 @@ def test_a_recommendation_far_above_a_peak_behind_a_shelf_is_left(start: int) ->
     to the default, finds the gain and climbs down to the peak (the live warm agents held
     14–52 at 0.81–0.87 of the best while the cold ones reached 0.98–1.00)."""
     curve = IO_BOUND_64
-    climbers = warm_two_cores(
+    climbers = two_core_climbs(
         curve, start, (round(start / 1.5), round(start * 1.5)), seeds=6, cv=0.08, samples=200
     )
     finals = [curve.expected(climber.best_tuple)[0] / curve.peak() for climber in climbers]
@@ -549,7 +549,7 @@ def test_a_recommendation_whose_half_ties_lets_the_economy_walk_look_below(start
     start tied with its half (2) and, the range taken as the smallest size near the best,
     the climb held 2–3 at 0.80–0.84 while the cold agents reached one. A tie at half the
     recommendation is a plateau seen: the economy walk looks below."""
-    climbers = warm_two_cores(
+    climbers = two_core_climbs(
         HOT_ROW_UPDATES_16,
         start,
         (2, 2 * start),
@@ -570,7 +570,7 @@ def test_a_recommendation_on_a_shelf_walked_down_to_a_knee_lets_the_economy_walk
     held 20 (5× the smallest tied size) with no economy walk, as if the start were the
     smallest size near the best. Sizes that tied on the way down are a shelf seen."""
     curve = KneeCurve(rate=21000.0, knee_size=4.0, sharpness=4.0, connections=128, cores=2)
-    climbers = warm_two_cores(curve, 20, (10, 40), seeds=8, cv=0.06, samples=300)
+    climbers = two_core_climbs(curve, 20, (10, 40), seeds=8, cv=0.06, samples=300)
     finals = [climber.best_tuple[SIZE] for climber in climbers]
     assert statistics.median(finals) <= 12 and max(finals) < 20, finals
 
@@ -589,17 +589,7 @@ def test_a_pool_set_far_above_the_cores_is_verified_down_past_a_dip() -> None:
     recommendation is: the climb walks down past the dip (each step loses less than a
     knee's fall) to twice the cores, finds the gain there and ends on the small sizes'
     peak, where the line search alone stopped at the dip's edge (77)."""
-    finals = []
-    for seed in range(6):
-        climber = pooltune(2)
-        drive(
-            climber,
-            READ_ONLY_64,
-            start={SIZE: 128},
-            samples=300,
-            seed=seed,
-            noise=NoiseConfig(cv=0.05),
-        )
-        finals.append(climber.best_tuple[SIZE])
+    climbers = two_core_climbs(READ_ONLY_64, 128, None, seeds=6, cv=0.05, samples=300)
+    finals = [climber.best_tuple[SIZE] for climber in climbers]
     quality = [READ_ONLY_64.expected({SIZE: size})[0] / READ_ONLY_64.peak() for size in finals]
     assert statistics.median(finals) <= 8 and min(quality) >= 0.9, finals
