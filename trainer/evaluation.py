@@ -211,7 +211,8 @@ def ood_widening(
     (medians over ``examples``, ranges with the ``domain`` calibration)."""
     size_name = knobs.POOL_SIZE_KNOB[model.engine]
     out: dict[str, float] = {}
-    ratio = max(OOD_WAIT_RATIO, 2.0 * max((blocking(e) for e in trained), default=0.0))
+    longest = max((e.profile.blocking_coefficient or 0.0 for e in trained), default=0.0)
+    ratio = max(OOD_WAIT_RATIO, 2.0 * longest)
     for label, inside, outside in _ood_pairs(examples, wait_ratio=ratio):
         connections = np.array([e.profile.connections for e in inside], dtype=np.float64)
         base = model.answer_matrix(matrix_of(inside), connections=connections, domain=domain)
@@ -227,13 +228,6 @@ def ood_widening(
         out[f"{label}_flagged"] = float(np.mean(far.out_of_distribution))
         out[f"{label}_in_distribution_flagged"] = float(np.mean(base.out_of_distribution))
     return out
-
-
-def blocking(example: Example) -> float:
-    """An example's off-CPU wait over its CPU time per statement (W/S; 0 where unknown)."""
-    cpu = float(example.profile.cpu_ms_per_request or 0.0)
-    wait = float(example.profile.wait_ms_per_request or 0.0)
-    return wait / cpu if cpu > 0 else 0.0
 
 
 def _ood_pairs(

@@ -10,14 +10,13 @@ below the default's regret a model can be shown to be on these cases (docs/train
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agents import knobs
+from trainer.calibration.realcases import stored_floats
 from trainer.realscore import NEAR_BEST
 from trainer.sources.datasets import Dataset
 
@@ -63,7 +62,6 @@ def repeatability(dataset: Dataset) -> Repeatability | None:
     workloads = dataset.workloads.set_index(dataset.workloads["workload_id"].astype(str))
     chosen: list[NDArray[np.float64]] = []
     default: list[NDArray[np.float64]] = []
-    cases = 0
     for workload_id, rows in dataset.curves.groupby("workload_id", sort=False):
         row = workloads.loc[str(workload_id)]
         engine = knobs.Engine(str(row["engine"]))
@@ -73,7 +71,7 @@ def repeatability(dataset: Dataset) -> Repeatability | None:
             continue
         default_size = knobs.knob(engine, size_knob).default_for(int(row["cpu_count"]))
         where = np.flatnonzero(sizes["value"].to_numpy() == default_size)
-        per_size = [_floats(v) for v in sizes["visit_means"]]
+        per_size = [stored_floats(v) for v in sizes["visit_means"]]
         count = min(len(v) for v in per_size)
         if not where.size or count < 2:
             continue
@@ -81,23 +79,15 @@ def repeatability(dataset: Dataset) -> Repeatability | None:
         a, b = visit_regrets(matrix, int(where[0]))
         chosen.append(a)
         default.append(b)
-        cases += 1
-    if not cases:
+    if not chosen:
         return None
     every_chosen, every_default = np.concatenate(chosen), np.concatenate(default)
     return Repeatability(
         dataset=dataset.name,
-        cases=cases,
+        cases=len(chosen),
         visits=int(every_chosen.size),
         chosen=float(every_chosen.mean()),
         default=float(every_default.mean()),
         chosen_within=float(np.mean(every_chosen <= NEAR_BEST)),
         default_within=float(np.mean(every_default <= NEAR_BEST)),
     )
-
-
-def _floats(value: object) -> Sequence[float]:
-    """A stored list of visit means (JSON text or an array)."""
-    if isinstance(value, str):
-        return [float(v) for v in json.loads(value)]
-    return [float(v) for v in np.asarray(value, dtype=np.float64)]

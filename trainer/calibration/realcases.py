@@ -119,7 +119,8 @@ class RealCase:
         return float(waits) / self.profile.qps
 
 
-def _floats(text: object) -> FloatArray:
+def stored_floats(text: object) -> FloatArray:
+    """A list column of a sweep dataset (samples, visit means), stored as JSON text."""
     values = json.loads(text) if isinstance(text, str) else []
     return np.array([float(v) for v in values], dtype=np.float64)
 
@@ -139,7 +140,7 @@ def _secondary(rows: pd.DataFrame) -> tuple[SecondarySweep, ...]:
             SecondarySweep(
                 knob=str(knob),
                 values=knob_rows["value"].to_numpy(dtype=np.float64),
-                samples=tuple(_floats(t) for t in knob_rows["throughput_samples"]),
+                samples=tuple(stored_floats(t) for t in knob_rows["throughput_samples"]),
             )
         )
     return tuple(sweeps)
@@ -172,8 +173,8 @@ def real_cases(dataset: datasets.Dataset, *, only: Sequence[str] = ()) -> list[R
                 profile=example.profile,
                 metric=metrics.get(name, "transactions"),
                 sizes=size_rows["value"].to_numpy(dtype=np.float64),
-                samples=tuple(_floats(t) for t in size_rows["throughput_samples"]),
-                visits=tuple(_floats(t) for t in size_rows["visit_means"]),
+                samples=tuple(stored_floats(t) for t in size_rows["throughput_samples"]),
+                visits=tuple(stored_floats(t) for t in size_rows["visit_means"]),
                 throughput=size_rows["throughput"].to_numpy(dtype=np.float64),
                 latency_ms=_float_column(size_rows, "latency_ms"),
                 server_cpu_cores=_float_column(size_rows, "server_cpu_cores"),

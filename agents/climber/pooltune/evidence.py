@@ -276,14 +276,22 @@ class Evidence:
         error, from their recent samples."""
         return self._difference(self.readings(reference), self.readings(probe))
 
-    def no_gain(self, reference: Mapping[str, int], probe: Mapping[str, int]) -> bool:
-        """``probe`` measured no higher than ``reference``, even without its lowest sample."""
+    def gain_without_lowest(
+        self, reference: Mapping[str, int], probe: Mapping[str, int]
+    ) -> float | None:
+        """The log gain of ``probe`` over ``reference`` with the probe's lowest sample set
+        aside (one stall neither makes a loss nor hides a gain); None below two samples."""
         measured = self.recent(probe)
         base = self.recent(reference)
         if len(measured) < 2 or not base:
-            return False
+            return None
         trimmed = without_extreme(measured, highest=False)
-        return self.location(trimmed) <= self.location(base)
+        return self.location(trimmed) - self.location(base)
+
+    def no_gain(self, reference: Mapping[str, int], probe: Mapping[str, int]) -> bool:
+        """``probe`` measured no higher than ``reference``, even without its lowest sample."""
+        gain = self.gain_without_lowest(reference, probe)
+        return gain is not None and gain <= 0
 
     def _difference(
         self, reference: Sequence[Reading], probe: Sequence[Reading]

@@ -21,7 +21,6 @@ from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdic
 from agents.climber.pooltune.far_end import look_at_far_end
 from agents.climber.pooltune.guards import cpu_bound_below_cores, plausible
 from agents.climber.pooltune.line_search import LineSearch, Program, Request
-from agents.climber.pooltune.stats import without_extreme
 from agents.climber.pooltune.warm_start import verify_warm_start
 
 
@@ -397,11 +396,8 @@ class Search:
         return there - here if there is not None and here is not None else 0.0
 
     def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
-        here = self._level(reference)
-        kept = without_extreme(self._evidence.recent(knobs), highest=False)
-        if here is None or not kept:
-            return 0.0
-        return max(0.0, here - self._evidence.location(kept))
+        gain = self._evidence.gain_without_lowest(reference, knobs)
+        return max(0.0, -gain) if gain is not None else 0.0
 
     def cores_idle(self, knobs: Mapping[str, int]) -> bool:
         share = self._config.idle_cpu_share
