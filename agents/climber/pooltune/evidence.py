@@ -288,11 +288,6 @@ class Evidence:
         trimmed = without_extreme(measured, highest=False)
         return self.location(trimmed) - self.location(base)
 
-    def no_gain(self, reference: Mapping[str, int], probe: Mapping[str, int]) -> bool:
-        """``probe`` measured no higher than ``reference``, even without its lowest sample."""
-        gain = self.gain_without_lowest(reference, probe)
-        return gain is not None and gain <= 0
-
     def _difference(
         self, reference: Sequence[Reading], probe: Sequence[Reading]
     ) -> tuple[float, float]:

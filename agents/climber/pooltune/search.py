@@ -464,7 +464,8 @@ class Search:
                 return comparison
             if rules.gain_only and comparison.verdict is Verdict.UNSURE and first_visit:
                 # No gain even without the probe's lowest sample (a stall never stops it).
-                if self._evidence.no_gain(reference, knobs):
+                gain = self._evidence.gain_without_lowest(reference, knobs)
+                if gain is not None and gain <= 0:
                     self.probing = None
                     return Comparison(Verdict.EQUAL, forced=True)
             if comparison.verdict is not Verdict.UNSURE or in_visit >= (
