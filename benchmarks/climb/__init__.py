@@ -18,6 +18,11 @@ vocabulary"):
   limit that multiplies throughput by 1.4–2.6 at a few tens of ms), ``cliff`` (throughput
   halves past twice the best size); and ``real``, every pool-size sweep of
   datasets/mariadb-2core-v1 and -v2 replayed (:mod:`benchmarks.climb.replay`).
+- ``pgbouncer``: every ``default_pool_size`` sweep of datasets/pgbouncer-2core-v1 replayed
+  the same way, PgBouncer's knob space bounded by the largest size the sweep measured (the
+  pool rule's ceiling); "cores" is then the engine default 20. Scored on lines of its own
+  with issue 18's bars (≥ 0.95 of the best where the sweep differs, ≤ 2× the smallest tied
+  size where it is flat, safety from the default ≥ 0.8), not in issue 15's checks.
 - The noise is a function of the scenario's seed and the sample index only: every climber
   sees the same sequence.
 - Scores use the noise-free throughput of the tuple in force relative to the best of the

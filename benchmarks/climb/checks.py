@@ -9,7 +9,7 @@ from benchmarks.climb.report import Figures, fmt_t
 from benchmarks.climb.scenarios import (
     BASE_FAMILIES,
     CVS,
-    FAMILIES,
+    MARIADB_FAMILIES,
     PLATEAU_FAMILIES,
     REAL_FAMILY,
 )
@@ -79,7 +79,7 @@ def first_suite_checks(figures: Figures) -> list[Check]:
 def _families(figures: Figures, suffix: str, *, exclude: tuple[str, ...] = ()) -> dict[str, float]:
     return {
         f: figures[f"pooltune.fam.{f}.{suffix}"]
-        for f in FAMILIES
+        for f in MARIADB_FAMILIES
         if f not in exclude and f"pooltune.fam.{f}.{suffix}" in figures
     }
 
@@ -177,8 +177,8 @@ def noisy_world_checks(figures: Figures) -> list[Check]:
             f"{gain:.0%}",
         )
     )
-    settled_k = sum(figures.get(f"pooltune.fam.{f}.settled_k", 0.0) for f in FAMILIES)
-    settled_n = sum(figures.get(f"pooltune.fam.{f}.settled_n", 0.0) for f in FAMILIES)
+    settled_k = sum(figures.get(f"pooltune.fam.{f}.settled_k", 0.0) for f in MARIADB_FAMILIES)
+    settled_n = sum(figures.get(f"pooltune.fam.{f}.settled_n", 0.0) for f in MARIADB_FAMILIES)
     settled = settled_k / settled_n if settled_n else 0.0
     checks.append(
         (
@@ -215,3 +215,30 @@ def noisy_world_checks(figures: Figures) -> list[Check]:
         )
     )
     return checks
+
+
+def pgbouncer_checks(figures: Figures) -> list[Check]:
+    """Issue 18's live bars, read on the replayed PgBouncer sweeps (every run, not every
+    case: a replay is one of many runs a live case could have been)."""
+    if "pooltune.pgbouncer.differs" not in figures:
+        return []
+    differs = figures["pooltune.pgbouncer.differs"]
+    flat = figures["pooltune.pgbouncer.flat"]
+    safety = figures.get("pooltune.pgbouncer.safety_default", 0.0)
+    return [
+        (
+            "PgBouncer replays that differ: final ≥ 0.95 of the best in ≥ 90% (all starts)",
+            differs >= 0.90,
+            f"{differs:.0%}, from the default 20 {figures['pooltune.pgbouncer.default']:.0%}",
+        ),
+        (
+            "PgBouncer flat replays: final size ≤ 2× the smallest size tied with the best (≥ 95%)",
+            flat >= 0.95,
+            f"{flat:.0%}",
+        ),
+        (
+            "PgBouncer replays from the default 20: safety p5 ≥ 0.8",
+            safety >= 0.8,
+            f"{safety:.2f}",
+        ),
+    ]

@@ -8,8 +8,8 @@ import multiprocessing
 import time
 from collections.abc import Sequence
 
-from benchmarks.climb.checks import first_suite_checks, noisy_world_checks
-from benchmarks.climb.replay import real_cases
+from benchmarks.climb.checks import first_suite_checks, noisy_world_checks, pgbouncer_checks
+from benchmarks.climb.replay import replay_families
 from benchmarks.climb.report import Figures, report_first_suite, write
 from benchmarks.climb.report_families import report_families
 from benchmarks.climb.run import RunResult, run_one
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = families - set(FAMILIES)
     if unknown:
         parser.error(f"unknown families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
-    cases = sorted(real_cases()) if "real" in families else []
+    cases = {case: family for case, family in replay_families().items() if family in families}
     suite = [
         s for s in build_suite(seeds, quick=args.quick, real_cases=cases) if s.family in families
     ]
@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_families(results, figures)
     if "pooltune" in climbers:
         write("Done-when checks (pooltune)")
-        for label, ok, detail in first_suite_checks(figures) + noisy_world_checks(figures):
+        checks = first_suite_checks(figures) + noisy_world_checks(figures)
+        for label, ok, detail in checks + pgbouncer_checks(figures):
             write(f"  [{'ok' if ok else 'NO'}] {label}: {detail}")
     return 0

@@ -1,9 +1,10 @@
-"""Replay of the real MariaDB curves of the measured datasets (family "real"):
-``datasets/mariadb-2core-v1`` and, once assembled, ``mariadb-2core-v2``; a case is named
-``<dataset>:<workload id>``.
+"""Replay of the real curves of the measured datasets: MariaDB's (family "real",
+``datasets/mariadb-2core-v1`` and ``mariadb-2core-v2``) and PgBouncer's (family "pgbouncer",
+``pgbouncer-2core-v1``: ``default_pool_size`` in front of PostgreSQL); a case is named
+``<dataset>:<workload id>``, its pool size is its engine's (catalog ``POOL_SIZE_KNOB``).
 
-Every size of a case keeps its kept 1-s samples, three per visit, visited three times
-minutes apart. The replay of one 2-s sample at pool size ``n``:
+Every size of a case keeps its kept 1-s samples, three (PgBouncer: four) per visit, visited
+three times minutes apart. The replay of one 2-s sample at pool size ``n``:
 
 - between two measured sizes, ``n`` takes each sample from the lower or the upper one with
   the weights of its position in log size (so the mean is interpolated in log size, and a
@@ -29,11 +30,12 @@ from functools import cache
 
 import numpy as np
 
-from agents.sim.model import SIZE_KNOB
+from agents.knobs import POOL_SIZE_KNOB, Engine
+from benchmarks.climb.scenarios import PGBOUNCER_FAMILY, REAL_FAMILY
 from trainer.sources.datasets import bundled, load_dataset
 
 #: The measured datasets replayed; one not assembled yet (no manifest) is skipped.
-DATASETS = ("mariadb-2core-v1", "mariadb-2core-v2")
+DATASETS = ("mariadb-2core-v1", "mariadb-2core-v2", "pgbouncer-2core-v1")
 #: Samples per pass of the sweep (9 sizes × (5 s + 2 s dropped) ≈ 64 s of 2-s samples).
 VISIT_SAMPLES = 32
 
@@ -59,6 +61,17 @@ class RealCase:
     #: Row-lock waits per statement in the case's profile (at the default size): every
     #: replayed sample shows it, the sweep did not keep it per size.
     lock_waits: float = 0.0
+    engine: Engine = Engine.MARIADB
+
+    @property
+    def knob(self) -> str:
+        """The engine's pool size knob, the one the sweep varied."""
+        return POOL_SIZE_KNOB[self.engine]
+
+    @property
+    def family(self) -> str:
+        """The benchmark family the case is replayed in."""
+        return PGBOUNCER_FAMILY if self.engine is Engine.PGBOUNCER else REAL_FAMILY
 
     def weights(self, size: float) -> tuple[int, int, float]:
         """Indices of the measured sizes around ``size`` and the upper one's weight."""
@@ -95,10 +108,17 @@ def real_cases() -> dict[str, RealCase]:
     return cases
 
 
+def replay_families() -> dict[str, str]:
+    """Every replayed case's id and the family it is replayed in."""
+    return {case_id: case.family for case_id, case in real_cases().items()}
+
+
 def _dataset_cases(name: str) -> dict[str, RealCase]:
     dataset = load_dataset(name)
     workloads = dataset.workloads.set_index("workload_id")
-    curves = dataset.curves[dataset.curves["knob"] == SIZE_KNOB]
+    engine = Engine(str(workloads["engine"].iloc[0]))
+    knob = POOL_SIZE_KNOB[engine]
+    curves = dataset.curves[dataset.curves["knob"] == knob]
     cases: dict[str, RealCase] = {}
     for workload_id, points in curves.groupby("workload_id"):
         points = points.sort_values("value")
@@ -120,17 +140,27 @@ def _dataset_cases(name: str) -> dict[str, RealCase]:
             latency_ms=tuple(float(x) for x in points["latency_ms"].fillna(0.0)),
             drift=tuple(drift),
             differs=bool(row["differs_beyond_noise"]),
-            tied_size=int(row["best_thread_pool_size"]),
+            tied_size=int(row[f"best_{knob}"]),
             lock_waits=_per_statement(row["lock_waits_per_s"], row["qps"]),
+            engine=engine,
         )
     return cases
 
 
-def _per_statement(per_s: float, qps: float) -> float:
+def _per_statement(per_s: object, qps: object) -> float:
     """A rate per second as a count per statement (0 where either is unknown)."""
-    if not (np.isfinite(per_s) and np.isfinite(qps)) or qps <= 0:
+    rate, statements = _number(per_s), _number(qps)
+    if not (math.isfinite(rate) and math.isfinite(statements)) or statements <= 0:
         return 0.0
-    return float(per_s / qps)
+    return rate / statements
+
+
+def _number(value: object) -> float:
+    """A stored figure as a float; NaN where it is missing (PgBouncer's lock waits)."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _visits(samples_json: str, visit_means_json: str) -> list[list[float]]:
@@ -200,7 +230,7 @@ class Replay:
     def sample(self, index: int, knobs: Mapping[str, int]) -> tuple[float, float, float]:
         """Throughput, server CPU cores and latency (ms) of sample ``index`` at ``knobs``."""
         case = self.case
-        size = float(knobs.get(SIZE_KNOB, case.cores))
+        size = float(knobs.get(case.knob, case.cores))
         lower, upper, weight = case.weights(size)
         pick_a, pick_b, side_a, side_b, cpu_noise = self._draw(index)
         drift = self.drift(index)

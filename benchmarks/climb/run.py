@@ -15,8 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents.climber import RESTART_EVENTS, KnobSpace, make_climber
-from agents.knobs import Engine
-from agents.sim.model import SIZE_KNOB
 from benchmarks.climb.metrics import longest_streak, reach_and_stay, t95
 from benchmarks.climb.replay import real_cases
 from benchmarks.climb.scenarios import REAL_FAMILY, SAMPLES_PER_MINUTE, Scenario
@@ -57,13 +55,14 @@ def start_tuple(
 ) -> tuple[dict[str, int], dict[str, tuple[int, int]] | None]:
     """The tuple the run starts from, and the plausible range of a warm start."""
     start = space.defaults()
+    size = space.size.name
     kind = scenario.start
     if kind == "left":
-        start[SIZE_KNOB] = space.size.low
+        start[size] = space.size.low
     elif kind == "right":
-        start[SIZE_KNOB] = space.size.high
+        start[size] = space.size.high
     elif kind == "4cores":
-        start[SIZE_KNOB] = space.size.clip(4 * world.cores)
+        start[size] = space.size.clip(4 * world.cores)
     elif kind.startswith("warm"):
         optimum = world.optimum_size()
         if kind == "warm":
@@ -72,11 +71,11 @@ def start_tuple(
             factor = rng.uniform(4.0, 5.0)
         else:
             factor = 0.25
-        start[SIZE_KNOB] = space.size.clip(optimum * factor)
+        start[size] = space.size.clip(optimum * factor)
         plausible = {
-            SIZE_KNOB: (
-                space.size.clip(start[SIZE_KNOB] / 1.5),
-                space.size.clip(start[SIZE_KNOB] * 1.5),
+            size: (
+                space.size.clip(start[size] / 1.5),
+                space.size.clip(start[size] * 1.5),
             )
         }
         return start, plausible
@@ -89,7 +88,7 @@ def run_one(args: tuple[str, Scenario]) -> RunResult:
     rng = np.random.default_rng(scenario.seed_sequence)
     world = build_world(scenario, rng)
     cores = world.cores
-    space = KnobSpace.from_engine(Engine.MARIADB, cores)
+    space = KnobSpace.from_engine(world.engine, cores, bounds=world.bounds)
     start, plausible = start_tuple(scenario, space, world, rng)
     climber = make_climber(climber_name, knob_space=space, cpu_count=cores)
     climber.reset(start, plausible_range=plausible)
@@ -108,7 +107,7 @@ def run_one(args: tuple[str, Scenario]) -> RunResult:
             restarts_before_switch = sum(1 for e in climber.events if e.kind in RESTART_EVENTS)
         seen = world.observe(index, knobs)
         truth[index], peaks[index] = seen.truth, seen.peak
-        sizes[index] = knobs[SIZE_KNOB]
+        sizes[index] = knobs[space.size.name]
         changes[index] = knobs != previous
         previous = knobs
         knobs = climber.step(seen.sample())

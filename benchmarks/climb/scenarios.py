@@ -7,6 +7,7 @@ runs the same scenarios against exactly the same noise (DESIGN.md, "Benchmark vo
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 CLIMBER_NAMES = ("pooltune", "reference", "dotnet", "hellerstein", "static")
@@ -17,9 +18,15 @@ BASE_FAMILIES = ("A", "B", "cpu", "io", "lock", "light")
 NOISY_FAMILIES = ("stall", "plateau", "moving", "noeffect", "secondary", "cliff")
 #: Replays of the real curves of the measured MariaDB datasets (benchmarks.climb.replay).
 REAL_FAMILY = "real"
-#: The most real cases a quick (smoke) run replays.
+#: Replays of the measured PgBouncer dataset: ``default_pool_size`` under the same climber
+#: (issue 18), scored on lines of its own, not in issue 15's checks.
+PGBOUNCER_FAMILY = "pgbouncer"
+REPLAY_FAMILIES = (REAL_FAMILY, PGBOUNCER_FAMILY)
+#: The most real cases of one family a quick (smoke) run replays.
 QUICK_REAL_CASES = 8
-FAMILIES = BASE_FAMILIES + NOISY_FAMILIES + (REAL_FAMILY,)
+#: The MariaDB families: what issue 15's checks read.
+MARIADB_FAMILIES = BASE_FAMILIES + NOISY_FAMILIES + (REAL_FAMILY,)
+FAMILIES = MARIADB_FAMILIES + (PGBOUNCER_FAMILY,)
 SYNTHETIC_FAMILIES = BASE_FAMILIES + NOISY_FAMILIES
 #: Plateau curves: thread economy is scored on them.
 PLATEAU_FAMILIES = frozenset({"B", "light", "plateau"})
@@ -65,13 +72,19 @@ class Scenario:
         return self.start in COLD_STARTS
 
 
-def build_suite(seeds: int, *, quick: bool, real_cases: list[str]) -> list[Scenario]:
+def build_suite(seeds: int, *, quick: bool, real_cases: Mapping[str, str]) -> list[Scenario]:
     """Every scenario: the first suite as before, the new families with four starts and a
-    noise sweep, wrong warm starts, and every real case from every cold and warm start (a
-    quick run: every few, :data:`QUICK_REAL_CASES` at most)."""
+    noise sweep, wrong warm starts, and every real case (id → its replay family) from every
+    cold and warm start (a quick run: every few, :data:`QUICK_REAL_CASES` per family)."""
     length = 160 if quick else 300
-    if quick and len(real_cases) > QUICK_REAL_CASES:
-        real_cases = real_cases[:: math.ceil(len(real_cases) / QUICK_REAL_CASES)]
+    replays = sorted(real_cases.items())
+    if quick:
+        replays = [
+            item
+            for family in REPLAY_FAMILIES
+            for mine in [[item for item in replays if item[1] == family]]
+            for item in mine[:: max(1, math.ceil(len(mine) / QUICK_REAL_CASES))]
+        ]
     suite: list[Scenario] = []
     for seed in range(seeds):
         for family in BASE_FAMILIES:
@@ -95,7 +108,7 @@ def build_suite(seeds: int, *, quick: bool, real_cases: list[str]) -> list[Scena
             for cv in CVS:
                 if cv != 0.05:
                     suite.append(Scenario(family, cv, WIDE_STARTS[seed % 4], seed, length))
-        for case in real_cases:
+        for case, family in replays:
             for start in WIDE_STARTS + WARM_STARTS:
-                suite.append(Scenario(REAL_FAMILY, 0.0, start, seed, length, case=case))
+                suite.append(Scenario(family, 0.0, start, seed, length, case=case))
     return suite

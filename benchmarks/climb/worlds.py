@@ -16,13 +16,14 @@ from typing import Protocol
 import numpy as np
 
 from agents.climber import Sample
+from agents.knobs import Engine
 from agents.sim import KneeCurve, NoiseConfig, SimServer, ThroughputCurve, UslCurve
 from agents.sim.curves import WorkloadCurve, knee_size, optimum_size
-from agents.sim.model import SIZE_KNOB, STALL_LIMIT_KNOB
+from agents.sim.model import STALL_LIMIT_KNOB
 from agents.sim.workloads import random_workload
 from benchmarks.climb.curves import CliffCurve, PlateauCurve, StallLimitCurve
 from benchmarks.climb.replay import RealCase, Replay, real_cases
-from benchmarks.climb.scenarios import REAL_FAMILY, Scenario
+from benchmarks.climb.scenarios import REPLAY_FAMILIES, Scenario
 from benchmarks.climb.stalls import StallNoise, StallSequence
 
 CORE_CHOICES = (2, 4, 8, 16, 32)
@@ -56,6 +57,10 @@ class Observation:
 
 
 class World(Protocol):
+    #: The engine whose knobs the climber tunes, and the operator's bounds on them (None:
+    #: the catalog's).
+    engine: Engine
+    bounds: Mapping[str, tuple[int, int]] | None
     cores: int
     #: The economy reference of plateau curves (smallest size reaching 95% of the best).
     knee: int | None
@@ -166,6 +171,8 @@ class SimWorld:
     ) -> None:
         self._server = SimServer(curve, seed=seed, noise=noise)
         self._curves = (curve, second)
+        self.engine = Engine.MARIADB
+        self.bounds: Mapping[str, tuple[int, int]] | None = None
         self.cores = curve.cores
         self.change_at = change_at if second is not None else None
         self._stalls = stalls
@@ -216,6 +223,12 @@ class ReplayWorld:
 
     def __init__(self, case: RealCase, *, seed: int) -> None:
         self.case = case
+        self.engine = case.engine
+        # PgBouncer's pool is bounded by PostgreSQL's connections (the Σ rule): here by the
+        # largest size the sweep could measure; MariaDB's catalog bound is the engine's own.
+        self.bounds: Mapping[str, tuple[int, int]] | None = (
+            {case.knob: (1, max(case.sizes))} if case.engine is Engine.PGBOUNCER else None
+        )
         self.cores = case.cores
         self.knee: int | None = None
         self.change_at: int | None = None
@@ -241,7 +254,7 @@ class ReplayWorld:
         )
 
     def truth(self, knobs: Mapping[str, int]) -> float:
-        return self.case.truth(float(knobs.get(SIZE_KNOB, self.cores)))
+        return self.case.truth(float(knobs.get(self.case.knob, self.cores)))
 
     def optimum_size(self) -> int:
         return self.case.sizes[int(np.argmax(self.case.means))]
@@ -253,7 +266,7 @@ class ReplayWorld:
 def build_world(scenario: Scenario, rng: np.random.Generator) -> World:
     """The world of ``scenario``; draws its curve from ``rng`` (the scenario's generator)."""
     seed = scenario.seed * 7919 + 17
-    if scenario.family == REAL_FAMILY:
+    if scenario.family in REPLAY_FAMILIES:
         return ReplayWorld(real_cases()[scenario.case], seed=seed)
     noise = NoiseConfig(cv=scenario.cv, drift=0.2, drift_period=900)
     if scenario.family in ("A", "B", "cpu", "io", "lock", "light"):

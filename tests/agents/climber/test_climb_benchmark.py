@@ -15,7 +15,10 @@ def test_quick_benchmark_prints_every_table(capsys: pytest.CaptureFixture[str]) 
         "Noise sweep",
         "Workload switch",
         "Warm start",
+        "Real MariaDB curves replayed",
+        "Real PgBouncer curves replayed",
         "Done-when checks",
+        "PgBouncer replays that differ",
     ):
         assert heading in out
     for name in climb.CLIMBER_NAMES:

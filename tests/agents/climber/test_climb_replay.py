@@ -5,17 +5,47 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents.climber import KnobSpace
+from agents.knobs import Engine
 from agents.sim.model import SIZE_KNOB
-from benchmarks.climb.replay import DATASETS, Replay, real_cases
+from benchmarks.climb.replay import DATASETS, Replay, real_cases, replay_families
+from benchmarks.climb.worlds import ReplayWorld
 
 
 def test_every_measured_dataset_is_replayed_under_its_name() -> None:
     cases = real_cases()
-    assert DATASETS == ("mariadb-2core-v1", "mariadb-2core-v2")
-    for name, count in zip(DATASETS, (19, 71), strict=True):
+    assert DATASETS == ("mariadb-2core-v1", "mariadb-2core-v2", "pgbouncer-2core-v1")
+    for name, count in zip(DATASETS, (19, 71, 33), strict=True):
         mine = [key for key in cases if key.startswith(f"{name}:")]
         assert len(mine) == count, name
     assert all(case.workload_id == key for key, case in cases.items())
+    families = replay_families()
+    assert {families[key] for key in cases if key.startswith("pgbouncer-")} == {"pgbouncer"}
+    assert {families[key] for key in cases if key.startswith("mariadb-")} == {"real"}
+
+
+def test_a_pgbouncer_case_replays_its_pool_size_within_the_servers_bound() -> None:
+    """PgBouncer's sweep varied ``default_pool_size``: that knob reads the sweep, the MariaDB
+    one does nothing, and the climber may not go past the largest size PostgreSQL took."""
+    case = real_cases()["pgbouncer-2core-v1:sleep_20ms-tx-c32"]
+    assert case.engine is Engine.PGBOUNCER and case.knob == "default_pool_size"
+    low, high = case.sizes[0], case.sizes[-1]
+    # Throughput grows with the pool on this curve: 20 ms sleeps, 32 clients.
+    assert case.means[-1] > 10 * case.means[0]
+    replay = Replay(case, seed=1)
+    at_low = np.mean([replay.sample(i, {"default_pool_size": low})[0] for i in range(200)])
+    at_high = np.mean([replay.sample(i, {"default_pool_size": high})[0] for i in range(200)])
+    assert at_high > 10 * at_low
+    # The MariaDB knob is not this engine's: the replay reads the size in force, here none
+    # (the cores).
+    ignored = np.mean([replay.sample(i, {SIZE_KNOB: high})[0] for i in range(200)])
+    at_cores = np.mean([replay.sample(i, {"default_pool_size": case.cores})[0] for i in range(200)])
+    assert abs(ignored / at_cores - 1.0) < 0.15
+    world = ReplayWorld(case, seed=1)
+    assert world.engine is Engine.PGBOUNCER
+    assert world.bounds == {"default_pool_size": (1, high)}
+    space = KnobSpace.from_engine(world.engine, case.cores, bounds=world.bounds)
+    assert space.size.name == "default_pool_size" and space.size.high == high
 
 
 def test_a_replayed_size_reads_its_mean_whatever_else_was_asked() -> None:
