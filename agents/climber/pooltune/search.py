@@ -174,8 +174,10 @@ class Search:
         return cfg.initial_step if dim is self._space.size else cfg.secondary_step
 
     def _far_above(self, size: int) -> bool:
-        """A pool size far above the cores (8×): where a falling curve's tail looks flat."""
-        return size >= 8 * self._cpu_count
+        """A pool size far above the cores (8×) of a server that keeps its cores busy at
+        ``top``: where a falling curve's tail looks flat. With the cores idle the pool may be
+        what limits throughput (statements waiting off the CPU): nothing says it is too large."""
+        return size >= 8 * self._cpu_count and not self.cores_idle(self.top)
 
     def _locate_size(self, step: float) -> Generator[Request, None, LineSearch]:
         """Locate the best pool size (``top``); the line search, for the economy walk."""
@@ -214,8 +216,10 @@ class Search:
                 floor=2 * self._cpu_count,
             )
         else:
-            # Over-provisioned pools are checked downwards first.
-            first_side = -1 if self.top[dim.name] > 2 * self._cpu_count else 1
+            # Over-provisioned pools are checked downwards first, unless the server leaves
+            # its cores idle there (statements wait off the CPU: more may gain).
+            busy = not self.cores_idle(self.top)
+            first_side = -1 if self.top[dim.name] > 2 * self._cpu_count and busy else 1
             yield from line.run(step, first_side)
         self.top = dict(line.center)
         return line

@@ -353,3 +353,30 @@ def test_a_loss_a_small_step_up_on_idle_cores_is_looked_past() -> None:
     assert min(finals) >= 0.6 and sum(f >= 0.9 for f in finals) >= 28, finals
     without = replay_finals(case, seeds=range(17, 49), idle_cpu_share=0.0)
     assert sum(f < 0.6 for f in without) >= 3, without
+
+
+def test_an_over_provisioned_pool_on_idle_cores_is_not_probed_down_first() -> None:
+    """PgBouncer's default 20 on 2 cores is "over-provisioned" by the core count, but under
+    20 ms sleeps per transaction (32 clients, `datasets/pgbouncer-2core-v1`, replayed) the
+    server keeps a fifth of a core busy and throughput grows with the pool: 0.62 of the best
+    at 20, 0.37 at 12, the best at 32-64. A first probe down cost 0.6 of the start (issue
+    18's bar: 0.8); with the cores idle the climb looks up first, and still ends at the best."""
+    case = real_cases()["pgbouncer-2core-v1:sleep_20ms-tx-c32"]
+    worst, finals = [], []
+    for seed in range(6):
+        world = ReplayWorld(case, seed=seed)
+        space = KnobSpace.from_engine(world.engine, case.cores, bounds=world.bounds)
+        climber = pooltune(case.cores, space)
+        start = space.defaults()
+        climber.reset(start)
+        knobs = climber.current_tuple
+        truth = []
+        for index in range(300):
+            seen = world.observe(index, knobs)
+            truth.append(seen.truth)
+            knobs = climber.step(seen.sample())
+        worst.append(min(truth) / world.truth(start))
+        finals.append(float(np.mean(truth[-60:])) / case.peak())
+    # Measured: worst 1.00, final 0.92-0.99 (before: worst 0.60 in every run, the probe of 12).
+    assert min(worst) >= 0.8, worst
+    assert min(finals) >= 0.9, finals
