@@ -54,6 +54,8 @@ class Search:
         #: The start is where this climber held before the workload changed (not a guess
         #: to verify downwards).
         self._chosen = chosen
+        #: The size was located once already (a later search starts from a measured best).
+        self._located = False
         #: The best tuple measured so far (the chosen one once the climb is over).
         self.top = dict(start)
         #: The tuple last requested: in force while its samples come in.
@@ -175,9 +177,9 @@ class Search:
 
     def _far_above(self, size: int) -> bool:
         """A pool size far above the cores (8×) of a server that keeps its cores busy at
-        ``top``: where a falling curve's tail looks flat. With the cores idle the pool may be
-        what limits throughput (statements waiting off the CPU): nothing says it is too large."""
-        return size >= 8 * self._cpu_count and not self.cores_idle(self.top)
+        ``top``: where a falling curve's tail looks flat. Where statements wait off the CPU
+        the pool may be what limits throughput: nothing says it is too large."""
+        return size >= 8 * self._cpu_count and not self._waits_off_cpu(self.top)
 
     def _locate_size(self, step: float) -> Generator[Request, None, LineSearch]:
         """Locate the best pool size (``top``); the line search, for the economy walk."""
@@ -216,12 +218,13 @@ class Search:
                 floor=2 * self._cpu_count,
             )
         else:
-            # Over-provisioned pools are checked downwards first, unless the server leaves
-            # its cores idle there (statements wait off the CPU: more may gain).
-            busy = not self.cores_idle(self.top)
+            # Over-provisioned pools are checked downwards first, unless statements wait
+            # off the CPU at the start (idle cores, no row-lock queue: more may gain).
+            busy = self._located or not self._waits_off_cpu(self.top)
             first_side = -1 if self.top[dim.name] > 2 * self._cpu_count and busy else 1
             yield from line.run(step, first_side)
         self.top = dict(line.center)
+        self._located = True
         return line
 
     def _economy(self, line: LineSearch) -> Program:
@@ -402,6 +405,12 @@ class Search:
     def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         gain = self._evidence.gain_without_lowest(reference, knobs)
         return max(0.0, -gain) if gain is not None else 0.0
+
+    def _waits_off_cpu(self, knobs: Mapping[str, int]) -> bool:
+        """The cores are idle at ``knobs`` and statements do not queue on row locks (where
+        fewer threads gain): they wait off the CPU, and a larger pool may gain."""
+        locks = self._evidence.signal("locks", knobs)
+        return self.cores_idle(knobs) and not 0 < self._config.lock_contention <= locks
 
     def cores_idle(self, knobs: Mapping[str, int]) -> bool:
         share = self._config.idle_cpu_share
