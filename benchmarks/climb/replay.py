@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+import pandas as pd
 
 from agents.knobs import POOL_SIZE_KNOB, Engine
 from benchmarks.climb.scenarios import PGBOUNCER_FAMILY, REAL_FAMILY
@@ -148,19 +149,15 @@ def _dataset_cases(name: str) -> dict[str, RealCase]:
 
 
 def _per_statement(per_s: object, qps: object) -> float:
-    """A rate per second as a count per statement (0 where either is unknown)."""
-    rate, statements = _number(per_s), _number(qps)
+    """A rate per second as a count per statement (0 where either is unknown: PgBouncer's
+    sweeps keep no lock waits)."""
+    rate, statements = (
+        float(pd.to_numeric(per_s, errors="coerce")),
+        float(pd.to_numeric(qps, errors="coerce")),
+    )
     if not (math.isfinite(rate) and math.isfinite(statements)) or statements <= 0:
         return 0.0
     return rate / statements
-
-
-def _number(value: object) -> float:
-    """A stored figure as a float; NaN where it is missing (PgBouncer's lock waits)."""
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _visits(samples_json: str, visit_means_json: str) -> list[list[float]]:

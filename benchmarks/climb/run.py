@@ -16,8 +16,7 @@ import numpy as np
 
 from agents.climber import RESTART_EVENTS, KnobSpace, make_climber
 from benchmarks.climb.metrics import longest_streak, reach_and_stay, t95
-from benchmarks.climb.replay import real_cases
-from benchmarks.climb.scenarios import REAL_FAMILY, SAMPLES_PER_MINUTE, Scenario
+from benchmarks.climb.scenarios import SAMPLES_PER_MINUTE, Scenario
 from benchmarks.climb.worlds import World, build_world
 
 #: Final quality is the mean over this many last samples.
@@ -158,10 +157,4 @@ def run_one(args: tuple[str, Scenario]) -> RunResult:
     )
 
 
-def real_case_facts(case_id: str) -> tuple[bool, int]:
-    """Whether a real case differs beyond its noise, and its smallest size tied with the best."""
-    case = real_cases()[case_id]
-    return case.differs, case.tied_size
-
-
-__all__ = ["REAL_FAMILY", "RunResult", "real_case_facts", "run_one"]
+__all__ = ["RunResult", "run_one"]

@@ -79,12 +79,11 @@ def build_suite(seeds: int, *, quick: bool, real_cases: Mapping[str, str]) -> li
     length = 160 if quick else 300
     replays = sorted(real_cases.items())
     if quick:
-        replays = [
-            item
-            for family in REPLAY_FAMILIES
-            for mine in [[item for item in replays if item[1] == family]]
-            for item in mine[:: max(1, math.ceil(len(mine) / QUICK_REAL_CASES))]
-        ]
+        kept: list[tuple[str, str]] = []
+        for family in REPLAY_FAMILIES:
+            mine = [item for item in replays if item[1] == family]
+            kept += mine[:: max(1, math.ceil(len(mine) / QUICK_REAL_CASES))]
+        replays = kept
     suite: list[Scenario] = []
     for seed in range(seeds):
         for family in BASE_FAMILIES:
