@@ -6,11 +6,13 @@
 Every size of a case keeps its kept 1-s samples, three (PgBouncer: four) per visit, visited
 three times minutes apart. The replay of one 2-s sample at pool size ``n``:
 
-- between two measured sizes, ``n`` takes each sample from the lower or the upper one with
-  the weights of its position in log size (so the mean is interpolated in log size, and a
-  size's stalls stay stalls instead of being smoothed away);
 - a 2-s sample is the mean of two 1-s samples drawn with replacement from the size's nine
   (an IO-bound size that stalled in one second of the sweep shows a half-empty sample);
+- between two measured sizes, a 1-s sample is drawn at one quantile of both sizes' samples
+  and the two values are interpolated with the weight of ``n``'s position in log size: the
+  mean is interpolated as the truth is, a stall (a low quantile) stays a stall, and a size
+  between a slow and a fast one reads in between, as a server does — not one or the other
+  sample by sample, a two-mode noise whose median is the majority size's;
 - the drift between visits is real: each visit's common factor (the median over the sizes
   of the visit's mean over the size's mean) is divided out of its samples, and the replay
   moves from visit to visit every ~64 s (one pass of the sweep), interpolating the factor
@@ -47,7 +49,7 @@ class RealCase:
     cores: int
     clients: int
     sizes: tuple[int, ...]
-    #: Per size: the kept 1-s samples with their visit's drift divided out.
+    #: Per size: the kept 1-s samples with their visit's drift divided out, ascending.
     samples: tuple[tuple[float, ...], ...]
     #: Per size: the mean of those samples (the truth).
     means: tuple[float, ...]
@@ -91,6 +93,12 @@ class RealCase:
         )
         return lower, upper, weight
 
+    def quantile(self, point: int, rank: float) -> float:
+        """The sample of measured size ``point`` at ``rank`` (0 ≤ rank < 1): every kept
+        sample equally likely for a uniform rank."""
+        pool = self.samples[point]
+        return pool[min(int(rank * len(pool)), len(pool) - 1)]
+
     def truth(self, size: float) -> float:
         lower, upper, weight = self.weights(size)
         return (1.0 - weight) * self.means[lower] + weight * self.means[upper]
@@ -127,7 +135,7 @@ def _dataset_cases(name: str) -> dict[str, RealCase]:
         per_size = [_visits(p.throughput_samples, p.visit_means) for p in points.itertuples()]
         drift = _common_drift(per_size)
         samples = tuple(
-            tuple(x / drift[v] for v, visit in enumerate(visits) for x in visit)
+            tuple(sorted(x / drift[v] for v, visit in enumerate(visits) for x in visit))
             for visits in per_size
         )
         cases[f"{name}:{workload_id}"] = RealCase(
@@ -195,19 +203,13 @@ class Replay:
         self._rng = rng
         self._visit_path = [int(rng.integers(len(case.drift)))]
         self._phase = int(rng.integers(VISIT_SAMPLES))
-        self._draws: list[tuple[float, float, float, float, float]] = []
+        self._draws: list[tuple[float, float, float]] = []
 
-    def _draw(self, index: int) -> tuple[float, float, float, float, float]:
+    def _draw(self, index: int) -> tuple[float, float, float]:
         while index >= len(self._draws):
             rng = self._rng
             self._draws.append(
-                (
-                    float(rng.random()),
-                    float(rng.random()),
-                    float(rng.random()),
-                    float(rng.random()),
-                    float(rng.standard_normal()),
-                )
+                (float(rng.random()), float(rng.random()), float(rng.standard_normal()))
             )
         return self._draws[index]
 
@@ -229,13 +231,12 @@ class Replay:
         case = self.case
         size = float(knobs.get(case.knob, case.cores))
         lower, upper, weight = case.weights(size)
-        pick_a, pick_b, side_a, side_b, cpu_noise = self._draw(index)
+        pick_a, pick_b, cpu_noise = self._draw(index)
         drift = self.drift(index)
-        values = []
-        for pick, side in ((pick_a, side_a), (pick_b, side_b)):
-            point = upper if side < weight else lower
-            pool = case.samples[point]
-            values.append(pool[min(int(pick * len(pool)), len(pool) - 1)])
+        values = [
+            (1.0 - weight) * case.quantile(lower, pick) + weight * case.quantile(upper, pick)
+            for pick in (pick_a, pick_b)
+        ]
         throughput = drift * 0.5 * (values[0] + values[1])
         cpu = (1.0 - weight) * case.cpu_cores[lower] + weight * case.cpu_cores[upper]
         latency = (1.0 - weight) * case.latency_ms[lower] + weight * case.latency_ms[upper]

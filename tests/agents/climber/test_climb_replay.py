@@ -70,3 +70,21 @@ def test_between_measured_sizes_the_truth_is_interpolated_in_log_size() -> None:
     expected = 0.5 * (case.means[2] + case.means[3])
     assert abs(case.truth(middle) - expected) < 1e-9 * expected
     assert case.truth(case.sizes[-1] * 4) == case.means[-1]
+
+
+def test_a_size_between_two_measured_ones_reads_in_between_not_one_or_the_other() -> None:
+    """56 lies between 32 (5,200/s) and 64 (8,100/s) on 5 ms sleeps × 64 clients: its
+    samples read around its interpolated truth, as a server's would, not as a two-mode mix
+    whose median is 64's (a median-reading climber would take 56 for a tie with 64)."""
+    case = real_cases()["pgbouncer-2core-v1:sleep_5ms-tx-c64"]
+    lower, upper = case.sizes.index(32), case.sizes.index(64)
+    assert case.means[upper] > 1.4 * case.means[lower]
+    replay = Replay(case, seed=3)
+    readings = np.array(
+        [replay.sample(i, {"default_pool_size": 56})[0] / replay.drift(i) for i in range(400)]
+    )
+    truth = case.truth(56)
+    assert abs(np.median(readings) / truth - 1.0) < 0.03
+    assert abs(np.mean(readings) / truth - 1.0) < 0.02
+    # Nothing reads like 64's level: the upper mode of a mix is gone.
+    assert np.percentile(readings, 90) < 0.5 * (truth + case.means[upper])
