@@ -134,7 +134,8 @@ class EconomyWalk:
         value = dim.from_unit(self._coordinate(base) - h)
         if value >= base[dim.name]:
             value = base[dim.name] - 1
-        if value < dim.low or dim.to_unit(value) <= self.floor + self._config.min_step / 2.0:
+        value = max(value, self._prober.lowest_below(dim, base))
+        if value >= base[dim.name] or dim.to_unit(value) <= self.floor + self._config.min_step / 2:
             return None
         return {**base, dim.name: value}
 

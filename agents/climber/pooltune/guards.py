@@ -59,3 +59,42 @@ def cpu_bound_below_cores(
         f"{size}={probe_size} not probed: the server uses {used:.1f} of {cpu_count} cores "
         f"at {reference[size]}, more than {probe_size} groups can run"
     )
+
+
+def step_down_limit(config: PooltuneConfig, headroom: float) -> float:
+    """The largest step down (log2) from a best size measured ``headroom`` (log) above the
+    start: in the worst case throughput falls in proportion to the pool (the most fewer
+    threads can cost), and the probe must keep ``1 − max_probe_loss`` of the start's level."""
+    allowed = (headroom - math.log1p(-config.max_probe_loss)) / math.log(2)
+    return max(config.min_step, min(config.max_step, allowed))
+
+
+def lowest_probe(
+    evidence: Evidence,
+    config: PooltuneConfig,
+    size: KnobDim,
+    cpu_count: int,
+    base: Mapping[str, int],
+    headroom: float,
+) -> int:
+    """The smallest pool a probe below ``base`` may take, by the worst case of
+    :func:`step_down_limit` rounded up (2.4 taken as 2 would halve the pool, and an IO-bound
+    server may lose more than half there; a rounding inside ``epsilon`` is no loss). Where
+    statements queue on row locks fewer threads may gain: any size. Where the server keeps
+    its cores busy its threads wait for a core, not off it: down to the cores at least."""
+    if 0 < config.lock_contention <= evidence.signal("locks", base):
+        return size.low
+    bound = base[size.name] * math.exp(math.log1p(-config.max_probe_loss) - headroom)
+    lowest = max(size.low, min(size.high, math.ceil(bound * (1.0 - config.epsilon) - 1e-9)))
+    if evidence.signal("cpu", base) * config.cpu_cap_margin >= cpu_count:
+        return min(lowest, max(size.low, cpu_count))
+    return lowest
+
+
+def size_ceiling(size: KnobDim, cpu_count: int, connections: float | None) -> int:
+    """The largest pool worth probing: more groups than connections cannot help, and
+    connections land in groups by their id modulo the size, so twice the connections
+    leaves room for ids that are not consecutive."""
+    if not connections:
+        return size.high
+    return max(size.low, min(size.high, max(cpu_count, 2 * int(connections))))

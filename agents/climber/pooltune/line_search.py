@@ -39,6 +39,11 @@ class Prober(Protocol):
         """The largest step (log2) a probe may take from ``top`` towards ``side``."""
         ...
 
+    def lowest_below(self, dim: KnobDim, base: Mapping[str, int]) -> int:
+        """The smallest value of ``dim`` a probe below ``base`` may take (its worst case
+        keeps the loss bound)."""
+        ...
+
     def confirm(
         self, dim: KnobDim, before: dict[str, int], after: dict[str, int]
     ) -> Generator[Request, None, bool]:
@@ -255,6 +260,10 @@ class LineSearch:
         value = dim.from_unit(dim.to_unit(base[dim.name]) + side * h)
         if value == base[dim.name]:
             value = base[dim.name] + side
+        if side < 0:
+            value = max(value, self._prober.lowest_below(dim, base))
+            if value >= base[dim.name]:
+                return dict(base)
         return {**base, dim.name: min(self.high_cap, max(dim.low, value))}
 
     def _coordinate(self, knobs: Mapping[str, int]) -> float:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Mapping
 
+import agents.climber.pooltune.guards as guards
 from agents.climber.base import EventKind, KnobDim, KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
 from agents.climber.pooltune.far_end import look_at_far_end
-from agents.climber.pooltune.guards import cpu_bound_below_cores, plausible
 from agents.climber.pooltune.line_search import LineSearch, Program, Request
 from agents.climber.pooltune.warm_start import verify_warm_start
 
@@ -130,7 +130,10 @@ class Search:
         economy walk looks below) shows whether the best moved up meanwhile, which the
         level of the tuple in force need not show (True: it did, and ``top`` is there)."""
         dim = self._space.size
-        above = min(self._size_ceiling(dim), dim.from_unit(dim.to_unit(self.top[dim.name]) + 0.5))
+        above = min(
+            guards.size_ceiling(dim, self._cpu_count, self.connections),
+            dim.from_unit(dim.to_unit(self.top[dim.name]) + 0.5),
+        )
         if above <= self.top[dim.name]:
             return False
         probe = {**self.top, dim.name: above}
@@ -155,7 +158,7 @@ class Search:
                 dim,
                 measured=[k for k in self._probed if self._level(k) is not None],
                 connections=self.connections,
-                ceiling=self._size_ceiling(dim),
+                ceiling=guards.size_ceiling(dim, self._cpu_count, self.connections),
                 cpu_used=self._evidence.signal("cpu", self.top),
                 cpu_count=self._cpu_count,
             )
@@ -185,7 +188,7 @@ class Search:
         """Locate the best pool size (``top``); the line search, for the economy walk."""
         dim = self._space.size
         yield from self._fresh(self.top)
-        high_cap = self._size_ceiling(dim)
+        high_cap = guards.size_ceiling(dim, self._cpu_count, self.connections)
         if self.top[dim.name] > high_cap:
             self.top = {**self.top, dim.name: high_cap}
             self._event(EventKind.GUARD, f"{dim.name} cut to {high_cap}: connections")
@@ -350,14 +353,6 @@ class Search:
             yield (dict(after), visit)
             yield from self._witness(before, visit)
 
-    def _size_ceiling(self, dim: KnobDim) -> int:
-        """More groups than connections cannot help; connections land in groups by their id
-        modulo the size, so twice the connections leaves room for ids that are not
-        consecutive."""
-        if not self.connections:
-            return dim.high
-        return max(dim.low, min(dim.high, max(self._cpu_count, 2 * int(self.connections))))
-
     # ----------------------------------------------------------------- reference
     def _level(self, knobs: Mapping[str, int]) -> float | None:
         recent = self._evidence.recent(knobs)
@@ -385,18 +380,26 @@ class Search:
         if moved is not None and self.changed is None:
             self.changed = moved
 
+    def _headroom(self, dim: KnobDim) -> float | None:
+        """How far ``top`` measured above the start (log), for the pool size (else None)."""
+        top = self._level(self.top)
+        if dim is not self._space.size or self._start_level is None or top is None:
+            return None
+        return top - self._start_level
+
     def max_step(self, dim: KnobDim, side: int) -> float:
-        """The largest step from ``top``: below, one whose worst case (throughput falling in
-        proportion to the pool, the most fewer threads can cost) keeps the probe above
-        ``1 − max_probe_loss`` of the start's level."""
-        cfg = self._config
-        if dim is not self._space.size or side > 0 or self._start_level is None:
-            return cfg.max_step
-        top_level = self._level(self.top)
-        if top_level is None:
-            return cfg.max_step
-        allowed = (top_level - self._start_level - math.log1p(-cfg.max_probe_loss)) / math.log(2)
-        return max(cfg.min_step, min(cfg.max_step, allowed))
+        """The largest step from ``top``: down, :func:`guards.step_down_limit`."""
+        if side > 0 or (headroom := self._headroom(dim)) is None:
+            return self._config.max_step
+        return guards.step_down_limit(self._config, headroom)
+
+    def lowest_below(self, dim: KnobDim, base: Mapping[str, int]) -> int:
+        """The smallest value a probe below ``base`` may take (:func:`guards.lowest_probe`)."""
+        if (headroom := self._headroom(dim)) is None:
+            return dim.low
+        return guards.lowest_probe(
+            self._evidence, self._config, dim, self._cpu_count, base, headroom
+        )
 
     def gain(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         there, here = self._level(knobs), self._level(reference)
@@ -430,7 +433,7 @@ class Search:
             return Comparison(Verdict.UNSURE)
         if knobs == reference:
             return Comparison(Verdict.EQUAL)
-        guard = cpu_bound_below_cores(
+        guard = guards.cpu_bound_below_cores(
             self._evidence, self._config, self._space.size.name, self._cpu_count, knobs, reference
         )
         if guard is not None:
@@ -470,7 +473,7 @@ class Search:
                 final=taken >= (rules.max_samples or cfg.max_samples),
                 rules=rules,
             )
-            if comparison.verdict is not Verdict.UNSURE and plausible(
+            if comparison.verdict is not Verdict.UNSURE and guards.plausible(
                 self._evidence, self._config, self._space.size, knobs, reference, probed_from
             ):
                 self.probing = None

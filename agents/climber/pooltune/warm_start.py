@@ -53,7 +53,14 @@ def verify_warm_start(
         yield from line.run(step, 1)
         return
     h = min(1.0, prober.max_step(dim, -1))
-    smaller = {**prober.top, dim.name: min(start - 1, dim.from_unit(dim.to_unit(start) - h))}
+    lowest = prober.lowest_below(dim, prober.top)
+    if lowest >= start:
+        yield from line.run(step, 1)
+        return
+    smaller = {
+        **prober.top,
+        dim.name: max(lowest, min(start - 1, dim.from_unit(dim.to_unit(start) - h))),
+    }
     rules = replace(
         economy_rules(config, smaller, dim, cpu_count),
         max_samples=None,
@@ -113,7 +120,10 @@ def _walk_down(
     ):
         h = min(1.0, prober.max_step(dim, -1))
         value = dim.from_unit(dim.to_unit(probe[dim.name]) - h)
-        probe = {**probe, dim.name: max(floor, min(probe[dim.name] - 1, value))}
+        value = max(floor, prober.lowest_below(dim, probe), min(probe[dim.name] - 1, value))
+        if value >= probe[dim.name]:
+            break
+        probe = {**probe, dim.name: value}
         last = yield from prober.probe(probe, rules=rules)
         sizes.append(probe[dim.name])
     return _Walk(sizes, last)
