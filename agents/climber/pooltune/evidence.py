@@ -1,12 +1,11 @@
 """What the pooltune climber decides on: log throughput per tuple, its noise, the verdicts.
 
-Levels are log throughput, so differences are relative and one noise figure serves every
-size. Locations are Huber estimates and the noise is the median pairwise difference of the
-run's own samples, so stalls and heavy tails do not steer a decision; a verdict must also
-survive the removal of any single extreme sample ("one outlier never decides a probe").
-Samples the target flagged as stalls are set aside while they are a minority of their
-tuple's. Only the last ``recent_window`` steps count, so slow drift does not bias a
-comparison. Why the test is built this way: docs/climber.md ("Evidence").
+Levels are log throughput (differences are relative). Locations are Huber estimates, the
+noise the median pairwise difference of the run's own samples (stalls and heavy tails do not
+steer a decision), and a verdict must survive the removal of any single extreme sample.
+Flagged stalls are set aside while a minority; only the last ``recent_window`` steps count;
+visits are paired in time, and the pairs' own scatter widens the error where the host drifts
+faster than a visit. Why the test is built this way: docs/climber.md ("Evidence").
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from agents.climber.pooltune.stats import (
     mad_scale,
     median,
     neighbour_scale,
+    standard_error,
     without_extreme,
 )
 
@@ -328,6 +328,8 @@ class Evidence:
         else:
             difference = probe_level - reference_level
         stderr = self.noise() * math.sqrt(1.0 / len(reference) + 1.0 / len(probe))
+        if len(paired) >= 3:  # the pairs' scatter: faster drift does not cancel by pairing
+            stderr = max(stderr, standard_error([d for d, _ in paired]))
         return difference, stderr
 
     def _verdict(

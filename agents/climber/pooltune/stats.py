@@ -84,3 +84,9 @@ def without_extreme(values: Sequence[float], *, highest: bool) -> list[float]:
     trimmed = list(values)
     trimmed.remove(extreme)
     return trimmed
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """The standard error of the mean of ``values`` (at least two) from their own scatter."""
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
