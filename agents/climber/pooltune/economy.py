@@ -17,7 +17,7 @@ from dataclasses import replace
 from agents.climber.base import KnobDim
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.evidence import Rules, Verdict
-from agents.climber.pooltune.line_search import Prober, Program, Request
+from agents.climber.pooltune.line_search import Prober, Program, Request, value_below
 
 
 class EconomyWalk:
@@ -131,11 +131,8 @@ class EconomyWalk:
     def _below(self, base: Mapping[str, int], h: float) -> dict[str, int] | None:
         """The value ``h`` log2 units below ``base`` (at least one unit), above the floor."""
         dim = self.dim
-        value = dim.from_unit(self._coordinate(base) - h)
-        if value >= base[dim.name]:
-            value = base[dim.name] - 1
-        value = max(value, self._prober.lowest_below(dim, base))
-        if value >= base[dim.name] or dim.to_unit(value) <= self.floor + self._config.min_step / 2:
+        value = value_below(self._prober, dim, base, h)
+        if value is None or dim.to_unit(value) <= self.floor + self._config.min_step / 2:
             return None
         return {**base, dim.name: value}
 

@@ -257,14 +257,13 @@ class LineSearch:
         """``h`` log2 units from the center towards ``side``: at least one unit, inside
         [low, high_cap]."""
         dim, base = self.dim, self.center
-        value = dim.from_unit(dim.to_unit(base[dim.name]) + side * h)
-        if value == base[dim.name]:
-            value = base[dim.name] + side
         if side < 0:
-            value = max(value, self._prober.lowest_below(dim, base))
-            if value >= base[dim.name]:
-                return dict(base)
-        return {**base, dim.name: min(self.high_cap, max(dim.low, value))}
+            below = value_below(self._prober, dim, base, h)
+            return dict(base) if below is None else {**base, dim.name: min(self.high_cap, below)}
+        value = dim.from_unit(dim.to_unit(base[dim.name]) + h)
+        if value == base[dim.name]:
+            value = base[dim.name] + 1
+        return {**base, dim.name: min(self.high_cap, value)}
 
     def _coordinate(self, knobs: Mapping[str, int]) -> float:
         return self.dim.to_unit(knobs[self.dim.name])
@@ -348,6 +347,14 @@ class LineSearch:
         ):
             return None
         return probe
+
+
+def value_below(prober: Prober, dim: KnobDim, base: Mapping[str, int], h: float) -> int | None:
+    """The value ``h`` log2 units below ``base`` (at least one unit), no lower than the
+    prober's :meth:`~Prober.lowest_below`; None when no smaller value may be probed."""
+    value = min(base[dim.name] - 1, dim.from_unit(dim.to_unit(base[dim.name]) - h))
+    value = max(value, prober.lowest_below(dim, base))
+    return None if value >= base[dim.name] else value
 
 
 def elastic_step(gain: float, units: float, config: PooltuneConfig) -> float:

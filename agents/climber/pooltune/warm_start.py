@@ -20,6 +20,7 @@ from agents.climber.pooltune.line_search import (
     Program,
     Request,
     peak_distance,
+    value_below,
 )
 
 
@@ -53,14 +54,11 @@ def verify_warm_start(
         yield from line.run(step, 1)
         return
     h = min(1.0, prober.max_step(dim, -1))
-    lowest = prober.lowest_below(dim, prober.top)
-    if lowest >= start:
+    below = value_below(prober, dim, prober.top, h)
+    if below is None:
         yield from line.run(step, 1)
         return
-    smaller = {
-        **prober.top,
-        dim.name: max(lowest, min(start - 1, dim.from_unit(dim.to_unit(start) - h))),
-    }
+    smaller = {**prober.top, dim.name: below}
     rules = replace(
         economy_rules(config, smaller, dim, cpu_count),
         max_samples=None,
@@ -119,11 +117,10 @@ def _walk_down(
         and prober.loss_shown(probe, start) < shelf
     ):
         h = min(1.0, prober.max_step(dim, -1))
-        value = dim.from_unit(dim.to_unit(probe[dim.name]) - h)
-        value = max(floor, prober.lowest_below(dim, probe), min(probe[dim.name] - 1, value))
-        if value >= probe[dim.name]:
+        below = value_below(prober, dim, probe, h)
+        if below is None:
             break
-        probe = {**probe, dim.name: value}
+        probe = {**probe, dim.name: max(floor, below)}
         last = yield from prober.probe(probe, rules=rules)
         sizes.append(probe[dim.name])
     return _Walk(sizes, last)

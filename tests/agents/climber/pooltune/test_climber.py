@@ -329,7 +329,7 @@ def test_cuts_a_pool_larger_than_the_connection_count() -> None:
 TWO_CORE_PLATEAU = KneeCurve(rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2)
 
 
-def climb_two_cores(
+def climb_from_cores(
     seed: int = 0,
     cpu_busy: Callable[[Sample], float] | None = None,
     lock_waits: float | None = None,
@@ -371,7 +371,7 @@ def climb_four_cores(
     cpu_busy: Callable[[Sample], float] | None = None,
     lock_waits: float | None = None,
 ) -> tuple[PooltuneClimber, list[int]]:
-    return climb_two_cores(
+    return climb_from_cores(
         seed, cpu_busy, lock_waits, curve=FOUR_CORE_PLATEAU, samples=200, cores=4
     )
 
@@ -401,9 +401,9 @@ def test_a_pool_of_two_is_not_halved_blind() -> None:
     statements queue on row locks the smaller pool may gain, and it is probed."""
     curve = MeasuredCurve(16, (1, 2, 4, 8, 16), (0.3, 1.0, 0.98, 0.96, 0.95))
     for seed in range(3):
-        _, sizes = climb_two_cores(seed, cpu_busy=lambda sample: 0.9, curve=curve, samples=150)
+        _, sizes = climb_from_cores(seed, cpu_busy=lambda sample: 0.9, curve=curve, samples=150)
         assert min(sizes) == 2
-    _, sizes = climb_two_cores(
+    _, sizes = climb_from_cores(
         cpu_busy=lambda sample: 0.9, lock_waits=0.74, curve=HOT_ROW_UPDATES_16, samples=150
     )
     assert min(sizes) == 1
@@ -542,7 +542,7 @@ def test_statements_queueing_on_row_locks_lift_the_cpu_guard() -> None:
     on a row lock (0.74 waits per statement, as measured), so the CPU is not all useful
     work and the smaller pool is probed and kept."""
     finals = [
-        climb_two_cores(
+        climb_from_cores(
             seed,
             cpu_busy=lambda sample: 1.36 if sample.knobs[SIZE] == 1 else 1.41,
             lock_waits=0.74,
