@@ -1,4 +1,4 @@
-"""Measure ``datasets/mariadb-<cores>core-<v1|v2>/``: real pool-size sweeps under sysbench.
+"""Measure ``datasets/mariadb-<cores>core-<v1|v2|v3>/``: real pool-size sweeps under sysbench.
 
 Starts private MariaDB servers (lab/), runs each case's sysbench load while the agent's
 sweep engine measures the pool size, and stores every case the moment it ends under
@@ -29,7 +29,6 @@ from typing import Any
 from lab.mariadb import release_of
 from scripts.mariadb_dataset.assemble import AssembleError, assemble
 from scripts.mariadb_dataset.cases import (
-    FULL_TIMING,
     QUICK_TIMING,
     REPO,
     Case,
@@ -155,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known: Catalog = args.catalog
     host = host_facts()
     name = known.dataset_name(int(host["cpu_count"]))
-    timing = QUICK_TIMING if args.quick else FULL_TIMING
+    timing = QUICK_TIMING if args.quick else known.timing
     out = output_dir(args, name)
     records = read_records(out)
     for difference in noted_differences(records.values(), host):
@@ -264,7 +263,7 @@ def measure(
             chosen,
             dataset=name,
             out=out,
-            timing=QUICK_TIMING if args.quick else FULL_TIMING,
+            timing=QUICK_TIMING if args.quick else args.catalog.timing,
             host=host,
             work_dir=work_dir,
             stop=stop,
@@ -286,7 +285,7 @@ def write(
             out,
             name=name,
             catalog=args.catalog,
-            timing=QUICK_TIMING if args.quick else FULL_TIMING,
+            timing=QUICK_TIMING if args.quick else args.catalog.timing,
             states=states,
             command=dataset_command(args),
             busy_cores=args.busy_cores,

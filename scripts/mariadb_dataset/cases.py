@@ -1,6 +1,6 @@
 """What a MariaDB dataset measures: the servers, the sysbench workloads, the cases
 (workload × clients), how long each measurement takes, and how a catalog's cases are
-selected. The catalogs themselves are ``catalog_v1.py`` and ``catalog_v2.py``."""
+selected. The catalogs themselves are ``catalog_v1.py``, ``catalog_v2.py`` and ``catalog_v3.py``."""
 
 from __future__ import annotations
 
@@ -214,6 +214,8 @@ class Catalog:
     #: What the README says about the catalog as a whole.
     summary: str = ""
     notes: tuple[str, ...] = field(default=())
+    #: How long each size is held and how often the grid is visited.
+    timing: Timing = FULL_TIMING
 
     def dataset_name(self, cpu_count: int) -> str:
         return f"mariadb-{cpu_count}core-{self.version}"

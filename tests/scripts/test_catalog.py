@@ -168,3 +168,16 @@ def test_the_estimate_counts_setup_once_per_server_and_table_shape() -> None:
     separately = sum(estimate_seconds([c], FULL_TIMING) for c in cases)
     measuring = sum(FULL_TIMING.case_seconds(c) for c in cases)
     assert measuring < one_run < separately
+
+
+def test_v3_measures_v2s_cases_longer_and_v2_keeps_its_timing() -> None:
+    v3 = catalog("v3")
+    assert [c.workload_id for c in v3.cases()] == [c.workload_id for c in V2.cases()]
+    # v2's stored cases were measured at the full timing: a change would re-measure them.
+    assert V2.timing == FULL_TIMING
+    long, full = v3.timing, FULL_TIMING
+    kept = long.dwell_s / long.sample_period_s - long.discard_samples
+    assert kept * long.repeats >= 3 * (full.dwell_s - full.discard_samples) * full.repeats
+    assert (long.size_grid, long.stall_grid) == (full.size_grid, full.stall_grid)
+    case = v3.cases()[0]
+    assert estimate_seconds([case], long) > 1.8 * estimate_seconds([case], full)
