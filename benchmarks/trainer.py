@@ -43,7 +43,7 @@ from trainer.examples import OPTIONAL_MEASUREMENTS, Example, holdout_split  # no
 from trainer.pipeline import BASELINES, MIN_GROUPS, TrainOutcome, real_verdict, train  # noqa: E402
 from trainer.realscore import NEAR_BEST, RealScore, score_real  # noqa: E402
 from trainer.refit import fit_calibrated  # noqa: E402
-from trainer.repeatability import repeatability  # noqa: E402
+from trainer.repeatability import repeatability, time_dominated_cases  # noqa: E402
 from trainer.search import SearchConfig, validation_split  # noqa: E402
 from trainer.sources import datasets  # noqa: E402
 from trainer.weighting import DomainWeighting  # noqa: E402
@@ -167,6 +167,11 @@ def sweep_repeatability(names: Sequence[str]) -> None:
             f"  {name} ({found.cases} cases, {found.visits} visits): other visits "
             f"{found.chosen:.4f} ({found.chosen_within:.2f}), default {found.default:.4f} "
             f"({found.default_within:.2f}); ratio {found.ratio:.2f}"
+        )
+        dominated, total = time_dominated_cases(datasets.load_dataset(name))
+        print(
+            f"    a size's visits differ by more than the whole curve in {len(dominated)} of "
+            f"{total} cases (time-dominated sweeps)"
         )
 
 

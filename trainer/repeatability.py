@@ -10,6 +10,7 @@ below the default's regret a model can be shown to be on these cases (docs/train
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,12 +57,10 @@ def visit_regrets(
     return np.array(chosen, dtype=np.float64), np.array(default, dtype=np.float64)
 
 
-def repeatability(dataset: Dataset) -> Repeatability | None:
-    """The held-out-visit regrets over every case of ``dataset`` whose grid holds the engine
-    default and which has at least two visits per size; None when no case does."""
+def _visit_matrices(dataset: Dataset) -> Iterator[tuple[str, NDArray[np.float64], int | None]]:
+    """Per case with at least two visits per pool size: its id, its visit means (sizes ×
+    visits, sizes ascending) and the row of the engine default (None if not in the grid)."""
     workloads = dataset.workloads.set_index(dataset.workloads["workload_id"].astype(str))
-    chosen: list[NDArray[np.float64]] = []
-    default: list[NDArray[np.float64]] = []
     for workload_id, rows in dataset.curves.groupby("workload_id", sort=False):
         row = workloads.loc[str(workload_id)]
         engine = knobs.Engine(str(row["engine"]))
@@ -69,14 +68,25 @@ def repeatability(dataset: Dataset) -> Repeatability | None:
         sizes = rows[rows["knob"].astype(str) == size_knob].sort_values("value")
         if "visit_means" not in sizes.columns or sizes.empty:
             continue
-        default_size = knobs.knob(engine, size_knob).default_for(int(row["cpu_count"]))
-        where = np.flatnonzero(sizes["value"].to_numpy() == default_size)
         per_size = [stored_floats(v) for v in sizes["visit_means"]]
         count = min(len(v) for v in per_size)
-        if not where.size or count < 2:
+        if count < 2:
             continue
+        default_size = knobs.knob(engine, size_knob).default_for(int(row["cpu_count"]))
+        where = np.flatnonzero(sizes["value"].to_numpy() == default_size)
         matrix = np.array([v[:count] for v in per_size], dtype=np.float64)
-        a, b = visit_regrets(matrix, int(where[0]))
+        yield str(workload_id), matrix, int(where[0]) if where.size else None
+
+
+def repeatability(dataset: Dataset) -> Repeatability | None:
+    """The held-out-visit regrets over every case of ``dataset`` whose grid holds the engine
+    default and which has at least two visits per size; None when no case does."""
+    chosen: list[NDArray[np.float64]] = []
+    default: list[NDArray[np.float64]] = []
+    for _workload_id, matrix, default_index in _visit_matrices(dataset):
+        if default_index is None:
+            continue
+        a, b = visit_regrets(matrix, default_index)
         chosen.append(a)
         default.append(b)
     if not chosen:
@@ -91,3 +101,28 @@ def repeatability(dataset: Dataset) -> Repeatability | None:
         chosen_within=float(np.mean(every_chosen <= NEAR_BEST)),
         default_within=float(np.mean(every_default <= NEAR_BEST)),
     )
+
+
+def time_dominated(visits: NDArray[np.float64]) -> bool:
+    """Whether one pool size measured at different times (its visits, a row of ``visits``,
+    sizes × visits) differed by more than the whole curve spans from its worst size's mean
+    to its best's: what the server did at the moment moved throughput more than the pool
+    size did (a server switching between two levels, a phased load, or a curve flatter than
+    its noise), so the sweep cannot tell the curve's shape from when each size was measured."""
+    means = visits.mean(axis=1)
+    if not (visits > 0).all():
+        return True
+    curve = float(means.max() / means.min())
+    over_time = float((visits.max(axis=1) / visits.min(axis=1)).max())
+    return over_time > curve
+
+
+def time_dominated_cases(dataset: Dataset) -> tuple[list[str], int]:
+    """The cases of ``dataset`` whose sweep is :func:`time_dominated`, and how many cases
+    have at least two visits per size."""
+    found, total = [], 0
+    for workload_id, matrix, _default in _visit_matrices(dataset):
+        total += 1
+        if time_dominated(matrix):
+            found.append(workload_id)
+    return found, total

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.repeatability import repeatability, visit_regrets
+from trainer.repeatability import (
+    repeatability,
+    time_dominated,
+    time_dominated_cases,
+    visit_regrets,
+)
 from trainer.sources import datasets
 
 
@@ -37,3 +42,23 @@ def test_the_bundled_sweeps_pgbouncer_resolves_its_best_and_mariadb_v1_does_not(
     assert pgbouncer.ratio < 0.25
     assert pgbouncer.chosen_within > pgbouncer.default_within
     assert mariadb.cases == 19 and mariadb.ratio > 0.8
+
+
+def test_a_shaped_curve_is_not_time_dominated_a_server_switching_levels_is() -> None:
+    # A curve spanning 25% whose visits agree within 3%: its shape is the pool size's.
+    shaped = np.array([[80.0, 82.0, 79.0], [100.0, 98.0, 101.0], [90.0, 92.0, 89.0]])
+    assert not time_dominated(shaped)
+    # A server at 5k or 10k whatever the size (as the v3 sweep of wait_1ms-c16 ran): one
+    # size's visits differ by 2x, more than the means of the sizes do.
+    switching = np.array(
+        [[5000.0, 5100.0, 10200.0], [10100.0, 5050.0, 5000.0], [5100.0, 9900.0, 5050.0]]
+    )
+    assert time_dominated(switching)
+
+
+def test_most_mariadb_sweeps_are_time_dominated_and_few_pgbouncer_ones() -> None:
+    mariadb, mariadb_total = time_dominated_cases(datasets.load_dataset("mariadb-2core-v2"))
+    pgbouncer, pgbouncer_total = time_dominated_cases(datasets.load_dataset("pgbouncer-2core-v1"))
+    assert mariadb_total == 71 and pgbouncer_total == 33
+    assert len(mariadb) > mariadb_total / 2
+    assert len(pgbouncer) <= 3
