@@ -5,6 +5,7 @@ selected. The catalogs themselves are ``catalog_v1.py``, ``catalog_v2.py`` and `
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -153,6 +154,12 @@ class Timing:
                 * (len(self.oversubscribe_grid) + len(self.stall_grid))
             )
         return total + 3.0
+
+    def load_seconds(self, case: Case) -> int:
+        """How long ``case``'s load runs: the estimate with room to spare, since a load
+        that ends first fails the case (v3's wait_10ms-c256 swept for 448 s, estimated 383
+        s); the load is stopped when the sweep ends."""
+        return math.ceil(1.5 * self.case_seconds(case) + 60)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}

@@ -4,7 +4,6 @@ size (and, for some cases, oversubscribe and the stall limit) in interleaved rep
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 import zlib
@@ -117,7 +116,7 @@ def measure_case(
         load.running(
             workload.test,
             threads=case.clients,
-            time_s=math.ceil(timing.case_seconds(case) + 60),
+            time_s=timing.load_seconds(case),
             extra_args=workload.extra_args,
             ignore_errors=LOCK_ERRORS,
             log_path=log_path,
