@@ -159,7 +159,8 @@ def sweep_repeatability(names: Sequence[str]) -> None:
     print("visit left out: mean regret, share within 5%; the first is about what the sweeps'")
     print("noise leaves to any predictor on a fresh measurement):")
     for name in names:
-        found = repeatability(datasets.load_dataset(name))
+        dataset = datasets.load_dataset(name)
+        found = repeatability(dataset)
         if found is None:
             print(f"  {name}: no case with two visits and the default in its grid")
             continue
@@ -168,7 +169,7 @@ def sweep_repeatability(names: Sequence[str]) -> None:
             f"{found.chosen:.4f} ({found.chosen_within:.2f}), default {found.default:.4f} "
             f"({found.default_within:.2f}); ratio {found.ratio:.2f}"
         )
-        dominated, total = time_dominated_cases(datasets.load_dataset(name))
+        dominated, total = time_dominated_cases(dataset)
         print(
             f"    a size's visits differ by more than the whole curve in {len(dominated)} of "
             f"{total} cases (time-dominated sweeps)"

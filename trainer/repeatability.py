@@ -108,10 +108,11 @@ def time_dominated(visits: NDArray[np.float64]) -> bool:
     sizes × visits) differed by more than the whole curve spans from its worst size's mean
     to its best's: what the server did at the moment moved throughput more than the pool
     size did (a server switching between two levels, a phased load, or a curve flatter than
-    its noise), so the sweep cannot tell the curve's shape from when each size was measured."""
-    means = visits.mean(axis=1)
+    its noise), so the sweep cannot tell the curve's shape from when each size was measured.
+    A visit that measured nothing at all is such a moment too."""
     if not (visits > 0).all():
         return True
+    means = visits.mean(axis=1)
     curve = float(means.max() / means.min())
     over_time = float((visits.max(axis=1) / visits.min(axis=1)).max())
     return over_time > curve

@@ -6,7 +6,9 @@ Why: v2's sweeps do not resolve their own best sizes. Choosing a case's best siz
 its visits but one and scoring it on the visit left out regrets 0.120 of throughput, three
 quarters of the engine default's 0.161 (docs/trainer.md, "What a real sweep resolves"), so
 no model can be shown to halve the default's regret on them. Longer and more visits shrink
-what a size's mean is uncertain by; docs/datasets.md, "v3".
+what a size's mean is uncertain by within a visit; the first 16 cases measured show that the
+server's level moving between visits still decides the best (docs/datasets.md, "What v3
+measures and why").
 """
 
 from __future__ import annotations

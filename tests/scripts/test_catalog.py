@@ -17,6 +17,7 @@ from scripts.mariadb_dataset.cases import (
     SERVER_OPTIONS,
     STALL_GRID,
     Case,
+    Timing,
     select_cases,
 )
 from scripts.mariadb_dataset.catalog_v3 import LONG_TIMING
@@ -177,8 +178,11 @@ def test_v3_measures_v2s_cases_longer_and_v2_keeps_its_timing() -> None:
     # v2's stored cases were measured at the full timing: a change would re-measure them.
     assert V2.timing == FULL_TIMING
     long, full = v3.timing, FULL_TIMING
-    kept = long.dwell_s / long.sample_period_s - long.discard_samples
-    assert kept * long.repeats >= 3 * (full.dwell_s - full.discard_samples) * full.repeats
+
+    def kept(timing: Timing) -> float:
+        return (timing.dwell_s / timing.sample_period_s - timing.discard_samples) * timing.repeats
+
+    assert kept(long) >= 3 * kept(full)
     assert (long.size_grid, long.stall_grid) == (full.size_grid, full.stall_grid)
     case = v3.cases()[0]
     assert estimate_seconds([case], long) > 1.8 * estimate_seconds([case], full)
