@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from agents.climber.base import KnobDim
@@ -92,6 +93,8 @@ class LineSearch:
         self.dim = dim
         self.high_cap = high_cap
         self._rules = rules
+        #: How probes are judged: ``rules`` until a first gain survived its re-test.
+        self._judge = rules
         self.center = dict(prober.top)
         self.low_bound = low_bound
         self.high_bound = high_bound
@@ -123,6 +126,9 @@ class LineSearch:
                 return
             self.confirmed = (start, dict(self.center))
             self.unproven = False
+            # The knob is shown to matter this way: a later step needs no more than a pool
+            # size's does (one the sample cap forced leaves the value to be re-tested).
+            self._judge = replace(self._rules, stay=False)
         if direction == 0 and self._rules.stay:
             return  # ties keep the value: no side improved, nothing to refine
         h = step
@@ -223,7 +229,7 @@ class LineSearch:
 
     # ----------------------------------------------------------------- rules
     def _probe(self, probe: dict[str, int]) -> Generator[Request, None, Comparison]:
-        comparison = yield from self._prober.probe(probe, rules=self._rules)
+        comparison = yield from self._prober.probe(probe, rules=self._judge)
         #: Whether the last verdict was forced by the sample cap (it proves nothing, so it
         #: never bounds the economy walk).
         self._forced = comparison.forced

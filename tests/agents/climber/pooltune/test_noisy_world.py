@@ -12,7 +12,7 @@ from agents.climber import EventKind, KnobSpace, PooltuneClimber, Sample
 from agents.sim import KneeCurve, NoiseConfig, UslCurve
 from agents.sim.curves import optimum_size
 from benchmarks.climb import t95
-from benchmarks.climb.curves import CliffCurve, PlateauCurve
+from benchmarks.climb.curves import CliffCurve, PlateauCurve, StallLimitCurve
 from benchmarks.climb.replay import real_cases
 from benchmarks.climb.worlds import ReplayWorld
 from tests.agents.climber.helpers import SIZE, drive, new
@@ -380,3 +380,26 @@ def test_an_over_provisioned_pool_on_idle_cores_is_not_probed_down_first() -> No
     # Measured: worst 1.00, final 0.92-0.99 (before: worst 0.60 in every run, the probe of 12).
     assert min(worst) >= 0.8, worst
     assert min(finals) >= 0.9, finals
+
+
+def test_a_stall_limit_shown_to_matter_is_followed_past_its_first_gain() -> None:
+    """Long statements block their groups: 500 → 125 ms gains about 30%, 125 → 31 ms about
+    7%. Once the first gain survived its re-test the knob is known to matter, so the next
+    step needs no more than ε: the climber ends near the best stall limit, not at 125."""
+    curve = StallLimitCurve.with_gain(
+        UslCurve.with_peak_at(12, connections=500, cores=4), gain=1.4, long_ms=2000.0, tick_ms=0.5
+    )
+    space = KnobSpace.from_engine("mariadb", 4)
+    near_best = 0
+    for seed in range(12):
+        climber = pooltune(4, space)
+        drive(
+            climber,
+            curve,
+            start=space.defaults(),
+            samples=300,
+            noise=NoiseConfig(cv=0.05),
+            seed=seed,
+        )
+        near_best += curve.expected(climber.best_tuple)[0] >= 0.95 * curve.peak()
+    assert near_best >= 10
