@@ -103,7 +103,12 @@ class EconomyWalk:
         size it accepted."""
         if not tied:
             return
-        if self._clock() >= deadline:
+        # The re-test runs past the walk's budget, but not into the time the climb needs
+        # to settle: four visits and the lag after each change.
+        cfg = self._config
+        cost = 4 * (cfg.economy_visit_samples + cfg.lag_samples)
+        settle_by = self._climb_began + cfg.settle_steps
+        if self._clock() >= deadline and self._clock() + cost > settle_by:
             # No time left to look again: the next larger size accepted is the safer bet.
             tied.pop()
             self.chosen = dict(tied[-1]) if tied else dict(self.best)

@@ -613,3 +613,19 @@ def test_a_pool_set_far_above_the_cores_is_verified_down_past_a_dip() -> None:
     finals = [climber.best_tuple[SIZE] for climber in climbers]
     quality = [READ_ONLY_64.expected({SIZE: size})[0] / READ_ONLY_64.peak() for size in finals]
     assert statistics.median(finals) <= 8 and min(quality) >= 0.9, finals
+
+
+def test_the_smallest_tie_is_re_tested_after_the_walks_budget_while_time_remains() -> None:
+    """A walk cut short by its budget still re-tests the smallest size it accepted when the
+    climb has time left to settle, rather than backing off to a larger one unseen: with a
+    budget of 20 steps the walk ends near the knee, quality kept."""
+    curve = KneeCurve(rate=1000, knee_size=10, sharpness=3.0, connections=1000, cores=4)
+    sizes, shares = [], []
+    for seed in range(20):
+        climber = pooltune(4, economy_budget=20)
+        drive(climber, curve, start={SIZE: 128}, samples=250, seed=seed, noise=NoiseConfig(cv=0.05))
+        sizes.append(climber.best_tuple[SIZE])
+        shares.append(curve.expected(climber.best_tuple)[0] / curve.peak())
+    # Measured: median 41, worst share 0.94 (backing off at the budget: median 63).
+    assert np.median(sizes) <= 50
+    assert min(shares) >= 0.93
