@@ -1,15 +1,69 @@
-"""Workload-change detection while the pooltune climber holds its tuple.
+"""Workload-change detection: during the search, a tuple measured again moved; while the
+pooltune climber holds its tuple, a CUSUM.
 
-A robust two-sided CUSUM on log throughput against a slowly adapting baseline, so drift of
-±20% over tens of minutes is followed rather than mistaken for a change, and a check on the
-connection count. Why these choices: docs/climber.md ("Hold").
+While holding: a robust two-sided CUSUM on log throughput against a slowly adapting
+baseline, so drift of ±20% over tens of minutes is followed rather than mistaken for a
+change, and a check on the connection count. Why these choices: docs/climber.md ("Hold").
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from agents.climber.pooltune.config import PooltuneConfig
+from agents.climber.pooltune.evidence import Evidence, as_readings
+from agents.climber.pooltune.stats import without_extreme
+
+
+class Move(NamedTuple):
+    """A tuple's latest visit moved from its earlier ones: by ``shift`` (log), and why."""
+
+    shift: float
+    reason: str
+
+
+def moved(evidence: Evidence, knobs: Mapping[str, int]) -> Move | None:
+    """The latest visit at ``knobs`` moved from its earlier visits (inside ``change_window``)
+    by more than ``min_change`` and the noise, even without any one extreme sample: the
+    workload changed during the search."""
+    cfg = evidence.config
+    visits = evidence.visits(knobs, cfg.change_window)
+    if len(visits) < 2 or len(visits[-1]) < cfg.min_samples:
+        return None
+    latest = visits[-1]
+    earlier = [level for visit in visits[:-1] for level in visit]
+    if len(earlier) < cfg.min_samples:
+        return None
+    trims = [
+        (earlier, latest),
+        (without_extreme(earlier, highest=True), latest),
+        (without_extreme(earlier, highest=False), latest),
+    ]
+    if len(latest) >= 3:
+        trims += [
+            (earlier, without_extreme(latest, highest=True)),
+            (earlier, without_extreme(latest, highest=False)),
+        ]
+    else:
+        # Two samples: each of them must have moved, the same way.
+        base = evidence.location(earlier)
+        shifts = [level - base for level in latest]
+        if min(abs(x) for x in shifts) <= math.log1p(cfg.min_change) or (
+            max(shifts) > 0 > min(shifts)
+        ):
+            return None
+    for trimmed_earlier, trimmed_latest in trims:
+        difference, stderr = evidence.paired_difference(
+            as_readings(trimmed_earlier), as_readings(trimmed_latest)
+        )
+        threshold = max(math.log1p(cfg.min_change), cfg.change_z * stderr)
+        if abs(difference) <= threshold:
+            return None
+    shift = evidence.location(latest) - evidence.location(earlier)
+    direction = "rose" if shift > 0 else "fell"
+    return Move(shift, f"throughput at {dict(knobs)} {direction} between visits during the search")
 
 
 class ChangeDetector:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from agents.climber.base import Climber, EventKind, KnobSpace, Sample
 from agents.climber.pooltune.change import ChangeDetector
 from agents.climber.pooltune.config import PooltuneConfig
-from agents.climber.pooltune.evidence import Evidence
+from agents.climber.pooltune.evidence import Evidence, tuple_key
 from agents.climber.pooltune.search import Search
 
 
@@ -191,7 +191,12 @@ class PooltuneClimber(Climber):
         top = self._search.top
         if self._search.probing != self._current:
             pass  # a known tuple (a reference, a re-test): nothing to roll back from
-        elif self._evidence.collapsed(self._lag_level, self._current, top):
+        elif self._evidence.collapsed(
+            self._lag_level,
+            self._current,
+            top,
+            again=tuple_key(self._current) in self._search.collapsed,
+        ):
             self._roll_back("collapse at a probe: back to the best tuple")
         elif self._evidence.sharp_drop(self._current, top):
             self._roll_back("sharp drop at a probe: back to the best tuple")

@@ -274,7 +274,7 @@ class Evidence:
     ) -> tuple[float, float]:
         """The robust log difference of ``probe`` over ``reference`` and its standard
         error, from their recent samples."""
-        return self._difference(self.readings(reference), self.readings(probe))
+        return self.paired_difference(self.readings(reference), self.readings(probe))
 
     def gain_without_lowest(
         self, reference: Mapping[str, int], probe: Mapping[str, int]
@@ -288,7 +288,7 @@ class Evidence:
         trimmed = without_extreme(measured, highest=False)
         return self.location(trimmed) - self.location(base)
 
-    def _difference(
+    def paired_difference(
         self, reference: Sequence[Reading], probe: Sequence[Reading]
     ) -> tuple[float, float]:
         """The log difference of ``probe`` over ``reference`` and its standard error.
@@ -337,7 +337,7 @@ class Evidence:
     ) -> Verdict:
         cfg = self.config
         tolerance = cfg.epsilon if rules.loss_tolerance is None else rules.loss_tolerance
-        difference, stderr = self._difference(reference, probe)
+        difference, stderr = self.paired_difference(reference, probe)
         shown = difference - rules.shown_tie_z * stderr
         z = cfg.z if rules.z is None else rules.z
         if difference > cfg.epsilon and difference > z * stderr:
@@ -373,7 +373,7 @@ class Evidence:
     ) -> Verdict:
         cfg = self.config
         tolerance = cfg.epsilon if rules.loss_tolerance is None else rules.loss_tolerance
-        difference, stderr = self._difference(reference, probe)
+        difference, stderr = self.paired_difference(reference, probe)
         shown = difference - rules.shown_tie_z * stderr
         if difference > (2 * cfg.epsilon if rules.stay else cfg.epsilon):
             return Verdict.BETTER
@@ -417,60 +417,38 @@ class Evidence:
         return measured[-1] < threshold and measured[-2] < threshold
 
     def collapsed(
-        self, lag_level: float | None, probe: Mapping[str, int], best: Mapping[str, int]
+        self,
+        lag_level: float | None,
+        probe: Mapping[str, int],
+        best: Mapping[str, int],
+        *,
+        again: bool = False,
     ) -> bool:
         """The first sample at ``probe`` lost more than ``max_probe_loss`` against the best
         (and fell below every recent sample of it), and the blended sample before it (old
-        and new tuple, half each) agrees: leave at once."""
-        if probe == best or lag_level is None:
-            return False
-        measured = self._unflagged(probe)
+        and new tuple, half each) agrees: leave at once. A probe that collapsed once already
+        (``again``) is left on the first sample of its new visit alone: the first collapse
+        is the second witness."""
         reference = self.recent(best)
-        if len(measured) != 1 or len(self.recent(probe)) != 1 or not reference:
+        if probe == best or not reference:
             return False
+        if again:
+            window = self._window(probe, self.config.recent_window)
+            visit = [r for r in window if r.visit == window[-1].visit] if window else []
+            if len(visit) != 1 or visit[0].stalled:
+                return False
+            first = visit[0].level
+        else:
+            measured = self._unflagged(probe)
+            if lag_level is None or len(measured) != 1 or len(self.recent(probe)) != 1:
+                return False
+            first = measured[0]
         level = self.location(reference)
         kept = 1.0 - self.config.max_probe_loss
         limit = min(level + math.log(kept), min(reference))
-        return measured[0] < limit and lag_level < level + math.log((1.0 + kept) / 2.0)
-
-    def moved(self, knobs: Mapping[str, int]) -> str | None:
-        """The latest visit at ``knobs`` moved from its earlier visits (inside
-        ``change_window``) by more than ``min_change`` and the noise: the workload changed."""
-        cfg = self.config
-        visits = self.visits(knobs, cfg.change_window)
-        if len(visits) < 2 or len(visits[-1]) < cfg.min_samples:
-            return None
-        latest = visits[-1]
-        earlier = [level for visit in visits[:-1] for level in visit]
-        if len(earlier) < cfg.min_samples:
-            return None
-        trims = [
-            (earlier, latest),
-            (without_extreme(earlier, highest=True), latest),
-            (without_extreme(earlier, highest=False), latest),
-        ]
-        if len(latest) >= 3:
-            trims += [
-                (earlier, without_extreme(latest, highest=True)),
-                (earlier, without_extreme(latest, highest=False)),
-            ]
-        else:
-            # Two samples: each of them must have moved, the same way.
-            base = self.location(earlier)
-            shifts = [level - base for level in latest]
-            if min(abs(x) for x in shifts) <= math.log1p(cfg.min_change) or (
-                max(shifts) > 0 > min(shifts)
-            ):
-                return None
-        for trimmed_earlier, trimmed_latest in trims:
-            difference, stderr = self._difference(
-                as_readings(trimmed_earlier), as_readings(trimmed_latest)
-            )
-            threshold = max(math.log1p(cfg.min_change), cfg.change_z * stderr)
-            if abs(difference) <= threshold:
-                return None
-        direction = "rose" if self.location(latest) > self.location(earlier) else "fell"
-        return f"throughput at {dict(knobs)} {direction} between visits during the search"
+        if first >= limit:
+            return False
+        return again or (lag_level is not None and lag_level < level + math.log((1.0 + kept) / 2.0))
 
 
 def as_readings(values: Sequence[Reading] | Sequence[float]) -> list[Reading]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator, Mapping
 
 import agents.climber.pooltune.guards as guards
 from agents.climber.base import EventKind, KnobDim, KnobSpace
+from agents.climber.pooltune.change import moved
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
@@ -73,7 +74,7 @@ class Search:
         self._start_level: float | None = None
         self._aborted = False
         #: Tuples whose probe collapsed once (a second collapse makes them lose).
-        self._collapsed: set[tuple[tuple[str, int], ...]] = set()
+        self.collapsed: set[tuple[tuple[str, int], ...]] = set()
         #: Every tuple probed in this climb.
         self._probed: list[dict[str, int]] = []
         #: The step the climb began at (the economy walk must end in time to settle).
@@ -192,7 +193,7 @@ class Search:
         if self.top[dim.name] > high_cap:
             self.top = {**self.top, dim.name: high_cap}
             self._event(EventKind.GUARD, f"{dim.name} cut to {high_cap}: connections")
-            yield from self._visit_reference(self.top)
+            yield from self._witness(self.top)
         line = LineSearch(
             self,
             self._config,
@@ -318,11 +319,15 @@ class Search:
             yield (dict(after), cfg.visit_samples)
             yield from self._witness(before, cfg.visit_samples)
 
-    def _witness(self, reference: dict[str, int], samples: int) -> Program:
-        """Measure the re-test's reference: a witness of a workload change, as between
-        probes; on a server seen to stall a visit that moved is measured longer first."""
+    def _witness(self, reference: Mapping[str, int], samples: int | None = None) -> Program:
+        """Measure ``reference`` (``min_samples`` unless told), a witness of a workload change:
+        if it moved from its earlier visits beyond the noise, the climb must start again. On
+        a server seen to stall, a visit that fell is measured longer first."""
+        samples = samples or self._config.min_samples
         yield (dict(reference), samples)
-        if self._evidence.moved(reference) is not None and self._evidence.stalls_seen():
+        move = moved(self._evidence, reference)
+        # A stall only ever lowers throughput: a fall is looked at again, a rise is not.
+        if move is not None and move.shift < 0 and self._evidence.stalls_seen():
             yield (dict(reference), samples)
         self._note_move(reference)
 
@@ -367,18 +372,12 @@ class Search:
             or self._evidence.now - last > cfg.fresh_steps
             or len(self._evidence.recent(reference)) < cfg.min_samples
         ):
-            yield from self._visit_reference(reference)
-
-    def _visit_reference(self, reference: Mapping[str, int]) -> Program:
-        """Measure ``reference``; if it moved from its earlier visits beyond the noise, the
-        workload changed and the climb must start again."""
-        yield (dict(reference), self._config.min_samples)
-        self._note_move(reference)
+            yield from self._witness(reference)
 
     def _note_move(self, knobs: Mapping[str, int]) -> None:
-        moved = self._evidence.moved(knobs)
-        if moved is not None and self.changed is None:
-            self.changed = moved
+        move = moved(self._evidence, knobs)
+        if move is not None and self.changed is None:
+            self.changed = move.reason
 
     def _headroom(self, dim: KnobDim) -> float | None:
         """How far ``top`` measured above the start (log), for the pool size (else None)."""
@@ -451,17 +450,17 @@ class Search:
             if self._aborted:
                 self._aborted = False
                 self.probing = None
-                yield from self._visit_reference(reference)
+                yield from self._witness(reference)
                 key = tuple(sorted(knobs.items()))
                 if (
-                    key in self._collapsed
+                    key in self.collapsed
                     or self.changed is not None
                     or not self._evidence.stalls_seen()
                 ):
                     return Comparison(Verdict.WORSE)
                 # On a server seen to stall, two stalls in a row look like a collapse: one
                 # more look decides.
-                self._collapsed.add(key)
+                self.collapsed.add(key)
                 self.probing = dict(knobs)
                 yield (knobs, cfg.min_samples)
                 in_visit = cfg.min_samples
@@ -489,7 +488,7 @@ class Search:
             ):
                 first_visit = False
                 self.probing = None
-                yield from self._visit_reference(reference)
+                yield from self._witness(reference)
                 if self.changed is not None:
                     return Comparison(Verdict.UNSURE)
                 self.probing = dict(knobs)

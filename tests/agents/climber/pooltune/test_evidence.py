@@ -9,6 +9,7 @@ import random
 import pytest
 
 from agents.climber import PooltuneConfig
+from agents.climber.pooltune.change import moved
 from agents.climber.pooltune.evidence import Evidence, Rules, Verdict
 
 SIZE = "thread_pool_size"
@@ -231,13 +232,34 @@ def test_a_reference_that_moved_between_visits_is_a_workload_change() -> None:
     record(evidence, best, [100.0, 102.0, 99.0])
     record(evidence, probe, [90.0, 91.0, 92.0])
     record(evidence, best, [101.0, 100.0])
-    assert evidence.moved(best) is None  # the same level
+    assert moved(evidence, best) is None  # the same level
     record(evidence, probe, [91.0, 90.0])
     record(evidence, best, [55.0, 56.0])
-    assert evidence.moved(best) == (f"throughput at {best} fell between visits during the search")
+    move = moved(evidence, best)
+    assert move is not None and move.shift < 0
+    assert move.reason == f"throughput at {best} fell between visits during the search"
     # One low sample of two is not a change.
     quiet = Evidence(PooltuneConfig())
     record(quiet, best, [100.0, 102.0, 99.0, 101.0])
     record(quiet, probe, [90.0, 91.0])
     record(quiet, best, [100.0, 55.0])
-    assert quiet.moved(best) is None
+    assert moved(quiet, best) is None
+
+
+def test_the_second_look_at_a_probe_that_collapsed_leaves_on_its_first_sample() -> None:
+    """The first look at a probe is left on its first sample only if the blended sample
+    before it agrees; the one more look after a collapse is left on its first sample alone
+    (the first collapse is the second witness), even though the probe has samples already."""
+    evidence = Evidence(PooltuneConfig())
+    best, probe = {SIZE: 8}, {SIZE: 1}
+    record(evidence, best, [100.0, 102.0, 99.0])
+    record(evidence, probe, [20.0])
+    assert evidence.collapsed(math.log(60.0), probe, best)
+    assert not evidence.collapsed(math.log(100.0), probe, best)  # the blend says no
+    record(evidence, probe, [21.0])
+    record(evidence, best, [101.0, 100.0])
+    record(evidence, probe, [22.0])
+    assert not evidence.collapsed(math.log(100.0), probe, best)
+    assert evidence.collapsed(math.log(100.0), probe, best, again=True)
+    record(evidence, probe, [23.0])  # a second sample of the visit: not the first any more
+    assert not evidence.collapsed(math.log(100.0), probe, best, again=True)
