@@ -406,7 +406,10 @@ class Search:
 
     def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         gain = self._evidence.gain_without_lowest(reference, knobs)
-        return max(0.0, -gain) if gain is not None else 0.0
+        if gain is None:
+            # Left after one sample, a collapse: its blended lag sample was the second witness.
+            gain = self.gain(knobs, reference)
+        return max(0.0, -gain)
 
     def _waits_off_cpu(self, knobs: Mapping[str, int]) -> bool:
         """The cores are idle at ``knobs`` and statements do not queue on row locks (where
