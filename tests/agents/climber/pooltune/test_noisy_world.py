@@ -9,13 +9,13 @@ from dataclasses import replace
 import numpy as np
 
 from agents.climber import EventKind, KnobSpace, PooltuneClimber, Sample
-from agents.sim import KneeCurve, NoiseConfig, UslCurve
+from agents.sim import KneeCurve, NoiseConfig, ThroughputCurve, UslCurve
 from agents.sim.curves import optimum_size
 from benchmarks.climb import t95
 from benchmarks.climb.curves import CliffCurve, PlateauCurve, StallLimitCurve
 from benchmarks.climb.replay import real_cases
 from benchmarks.climb.worlds import ReplayWorld
-from tests.agents.climber.helpers import SIZE, drive, new
+from tests.agents.climber.helpers import SIZE, Run, drive, new
 
 OVERSUBSCRIBE = "thread_pool_oversubscribe"
 STALL = "thread_pool_stall_limit"
@@ -38,6 +38,39 @@ def stalls(share: float, *, seed: int, flagged: bool) -> object:
         return replace(sample, stalled=False if flagged else None)
 
     return apply
+
+
+def seeded_runs(
+    curve: ThroughputCurve,
+    seeds: int,
+    *,
+    start: dict[str, int],
+    cpus: int = 4,
+    space: KnobSpace | None = None,
+    samples: int = 300,
+    cv: float = 0.05,
+    stall_share: float = 0.0,
+) -> list[Run]:
+    """One cold run per seed on ``curve`` at noise ``cv``, with unflagged stalls on
+    ``stall_share`` of the samples if any."""
+    runs = []
+    for seed in range(seeds):
+        runs.append(
+            drive(
+                pooltune(cpus, space),
+                curve,
+                start=start,
+                samples=samples,
+                noise=NoiseConfig(cv=cv),
+                seed=seed,
+                sample_filter=(
+                    stalls(stall_share, seed=seed, flagged=False)  # type: ignore[arg-type]
+                    if stall_share
+                    else None
+                ),
+            )
+        )
+    return runs
 
 
 def test_stalls_do_not_sink_a_better_size() -> None:
@@ -139,19 +172,11 @@ def test_secondary_knobs_that_do_nothing_end_at_their_defaults() -> None:
     re-test shows the gain, so they end at their defaults."""
     curve = UslCurve.with_peak_at(12, connections=500, cores=4)
     space = KnobSpace.from_engine("mariadb", 4)
-    moved = 0
-    for seed in range(10):
-        climber = pooltune(4, space)
-        drive(
-            climber,
-            curve,
-            start=space.defaults(),
-            samples=300,
-            noise=NoiseConfig(cv=0.1),
-            seed=seed,
-            sample_filter=stalls(0.1, seed=seed, flagged=False),  # type: ignore[arg-type]
-        )
-        moved += climber.best_tuple[OVERSUBSCRIBE] != 3 or climber.best_tuple[STALL] != 500
+    runs = seeded_runs(curve, 10, start=space.defaults(), space=space, cv=0.1, stall_share=0.1)
+    moved = sum(
+        run.climber.best_tuple[OVERSUBSCRIBE] != 3 or run.climber.best_tuple[STALL] != 500
+        for run in runs
+    )
     assert moved <= 1
 
 
@@ -390,18 +415,9 @@ def test_a_stall_limit_shown_to_matter_is_followed_past_its_first_gain() -> None
         UslCurve.with_peak_at(12, connections=500, cores=4), gain=1.4, long_ms=2000.0, tick_ms=0.5
     )
     space = KnobSpace.from_engine("mariadb", 4)
-    near_best = 0
-    for seed in range(12):
-        climber = pooltune(4, space)
-        drive(
-            climber,
-            curve,
-            start=space.defaults(),
-            samples=300,
-            noise=NoiseConfig(cv=0.05),
-            seed=seed,
-        )
-        near_best += curve.expected(climber.best_tuple)[0] >= 0.95 * curve.peak()
+    runs = seeded_runs(curve, 12, start=space.defaults(), space=space)
+    peak = curve.peak()
+    near_best = sum(curve.expected(run.climber.best_tuple)[0] >= 0.95 * peak for run in runs)
     assert near_best >= 10
 
 
@@ -410,19 +426,8 @@ def test_a_reference_visit_sunk_by_stalls_is_looked_at_again_not_taken_for_a_cha
     fall of the workload. On a server seen to stall the climber measures a fallen reference
     again before restarting the climb, so false restarts are rare."""
     curve = UslCurve.with_peak_at(12, connections=500, cores=4)
-    restarts = 0
-    for seed in range(20):
-        climber = pooltune(4)
-        drive(
-            climber,
-            curve,
-            start={SIZE: 4},
-            samples=300,
-            noise=NoiseConfig(cv=0.05),
-            seed=seed,
-            sample_filter=stalls(0.2, seed=seed, flagged=False),  # type: ignore[arg-type]
-        )
-        restarts += sum(e.kind is EventKind.WORKLOAD_CHANGE for e in climber.events)
+    runs = seeded_runs(curve, 20, start={SIZE: 4}, stall_share=0.2)
+    restarts = sum(e.kind is EventKind.WORKLOAD_CHANGE for run in runs for e in run.climber.events)
     # Measured: 2 restarts in 20 runs (taking a fallen visit at once: 12).
     assert restarts <= 5
 
@@ -432,16 +437,7 @@ def test_the_walk_down_from_far_above_stops_at_a_probe_that_collapsed() -> None:
     knee a probe collapses and is left after one sample, and that collapse is a loss: the
     walk stops there rather than go on to the floor (a fifth of the start)."""
     curve = KneeCurve(rate=1000.0, knee_size=24.0, sharpness=4.0, connections=200, cores=2)
-    worst = []
-    for seed in range(12):
-        run = drive(
-            pooltune(2),
-            curve,
-            start={SIZE: 128},
-            samples=120,
-            seed=seed,
-            noise=NoiseConfig(cv=0.05),
-        )
-        worst.append(min(run.expected) / run.expected[0])
+    runs = seeded_runs(curve, 12, start={SIZE: 128}, cpus=2, samples=120)
+    worst = [min(run.expected) / run.expected[0] for run in runs]
     # Measured: at worst 0.57 of the start (walking on past a collapse: 0.17, in 2 of 12).
     assert min(worst) >= 0.5
