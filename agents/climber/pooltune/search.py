@@ -405,11 +405,9 @@ class Search:
         return there - here if there is not None and here is not None else 0.0
 
     def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
+        # After one sample (a collapse: its lag sample was the second witness), the plain loss.
         gain = self._evidence.gain_without_lowest(reference, knobs)
-        if gain is None:
-            # Left after one sample, a collapse: its blended lag sample was the second witness.
-            gain = self.gain(knobs, reference)
-        return max(0.0, -gain)
+        return max(0.0, -(self.gain(knobs, reference) if gain is None else gain))
 
     def _waits_off_cpu(self, knobs: Mapping[str, int]) -> bool:
         """The cores are idle at ``knobs`` and statements do not queue on row locks (where
