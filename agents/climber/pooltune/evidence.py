@@ -433,8 +433,8 @@ class Evidence:
         if probe == best or not reference:
             return False
         if again:
-            window = self._window(probe, self.config.recent_window)
-            visit = [r for r in window if r.visit == window[-1].visit] if window else []
+            window = _visits(self._window(probe, self.config.recent_window))
+            visit = window[-1] if window else []
             if len(visit) != 1 or visit[0].stalled:
                 return False
             first = visit[0].level
