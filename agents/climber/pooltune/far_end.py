@@ -119,8 +119,9 @@ def look_at_far_end(
     if verdict is not Verdict.BETTER and (forced or verdict is not Verdict.EQUAL):
         return False
     probe = {**top, dim.name: far}
-    verdict, forced = yield from prober.probe(probe, rules=Rules(gain_only=True))
-    if verdict is not Verdict.BETTER or forced:
+    # A gain the sample cap forced is unproven, not absent: the re-test decides.
+    verdict, _ = yield from prober.probe(probe, rules=Rules(gain_only=True))
+    if verdict is not Verdict.BETTER:
         return False
     return (yield from _keep(prober, dim, top, probe))
 

@@ -107,6 +107,9 @@ class Search:
         line = yield from self._locate_size(
             self._initial_step(size, self.top[size.name], cold=cold)
         )
+        # The far end before the other knobs: they are then searched at the size they serve.
+        if (yield from self._gain_at_far_end()):
+            line = (yield from self._locate_size(2 * self._config.min_step)).after(line)
         if self._config.tune_secondary and len(self._space.dims) > 1:
             self.searching_size = False
             moved = False
@@ -119,8 +122,6 @@ class Search:
                 line = yield from self._locate_size(2 * self._config.min_step)
             elif (yield from self._gain_above()):
                 line = (yield from self._locate_size(2 * self._config.min_step)).after(line)
-        if (yield from self._gain_at_far_end()):
-            line = (yield from self._locate_size(2 * self._config.min_step)).after(line)
         # Thread economy last: it saves threads, the other knobs may gain throughput.
         yield from self._economy(line)
         if self.in_force != self.top:
@@ -131,6 +132,8 @@ class Search:
         economy walk looks below) shows whether the best moved up meanwhile, which the
         level of the tuple in force need not show (True: it did, and ``top`` is there)."""
         dim = self._space.size
+        if self._evidence.now - self._began > self._config.settle_steps:
+            return False  # a look this late would move the size after the climb settled
         above = min(
             guards.size_ceiling(dim, self._cpu_count, self.connections),
             dim.from_unit(dim.to_unit(self.top[dim.name]) + 0.5),
@@ -141,17 +144,14 @@ class Search:
         verdict, forced = yield from self.probe(probe, rules=Rules(gain_only=True))
         if verdict is Verdict.BETTER and not forced:
             self.top = probe
-            return True
-        return False
+        return self.top == probe
 
     def _gain_at_far_end(self) -> Generator[Request, None, bool]:
         """One look at one group per connection past a shelf (:mod:`far_end`; True: it
         gained, and ``top`` is there)."""
-        dim = self._space.size
-        cfg = self._config
-        # It must leave the economy walk its budget before the climb settles.
+        dim, cfg = self._space.size, self._config
         if self._evidence.now - self._began > cfg.settle_steps - cfg.economy_budget:
-            return False
+            return False  # the economy walk needs its budget before the climb settles
         return (
             yield from look_at_far_end(
                 self,
