@@ -385,17 +385,20 @@ class Evidence:
         """Some recent sample fell far (four robust standard deviations) below its tuple's
         level: the server stalls now and then, and two low samples in a row may be two
         stalls rather than a collapse."""
-        limit = 4.0 * self.sample_noise()
         horizon = self.now - self.config.recent_window
         for key, readings in self._readings.items():
             if any(r.stalled and r.step > horizon for r in readings):
                 return True
             levels = self._kept(self._window(dict(key), self.config.recent_window))
-            if len(levels) >= 3:
-                level = self.location(levels)
-                if min(levels) < level - limit:
-                    return True
+            if len(levels) >= 3 and self._floor(levels) > min(levels):
+                return True
         return False
+
+    def _floor(self, levels: list[float]) -> float:
+        """The lowest of ``levels`` that is not a stall (four robust standard deviations
+        below their location): one stall of the best must not hide a probe's collapse."""
+        low = self.location(levels) - 4.0 * self.sample_noise()
+        return min((x for x in levels if x >= low), default=min(levels))
 
     def _unflagged(self, knobs: Mapping[str, int]) -> list[float]:
         """The recent levels at ``knobs`` the target did not flag: a stall it saw is never
@@ -405,7 +408,8 @@ class Evidence:
     def sharp_drop(self, probe: Mapping[str, int], best: Mapping[str, int]) -> bool:
         """The last two samples at ``probe`` fell ``rollback_drop`` (or, on a noisier
         server, two standard deviations) below ``best``'s level and below every recent
-        sample of ``best`` (a stall that hit the best as well is noise, not a collapse)."""
+        sample of ``best`` but its stalls (:meth:`_floor`; as low as the best's spread is
+        noise, not a collapse)."""
         if probe == best:
             return False
         measured = self._unflagged(probe)
@@ -413,7 +417,7 @@ class Evidence:
         if len(measured) < 2 or not reference:
             return False
         drop = max(-math.log1p(-self.config.rollback_drop), 2.0 * self.noise())
-        threshold = min(self.location(reference) - drop, min(reference))
+        threshold = min(self.location(reference) - drop, self._floor(reference))
         return measured[-1] < threshold and measured[-2] < threshold
 
     def collapsed(
@@ -425,10 +429,10 @@ class Evidence:
         again: bool = False,
     ) -> bool:
         """The first sample at ``probe`` lost more than ``max_probe_loss`` against the best
-        (and fell below every recent sample of it), and the blended sample before it (old
-        and new tuple, half each) agrees: leave at once. A probe that collapsed once already
-        (``again``) is left on the first sample of its new visit alone: the first collapse
-        is the second witness."""
+        (and fell below every recent sample of it but its stalls), and the blended sample
+        before it (old and new tuple, half each) agrees: leave at once. A probe that
+        collapsed once already (``again``) is left on the first sample of its new visit
+        alone: the first collapse is the second witness."""
         reference = self.recent(best)
         if probe == best or not reference:
             return False
@@ -445,7 +449,7 @@ class Evidence:
             first = measured[0]
         level = self.location(reference)
         kept = 1.0 - self.config.max_probe_loss
-        limit = min(level + math.log(kept), min(reference))
+        limit = min(level + math.log(kept), self._floor(reference))
         if first >= limit:
             return False
         return again or (lag_level is not None and lag_level < level + math.log((1.0 + kept) / 2.0))

@@ -1,6 +1,7 @@
-"""One look at the pool's far end: as many groups (MariaDB) or server connections
-(PgBouncer) as there are client connections, where no connection shares its group or waits
-for a pool slot.
+"""Looks above the located pool size that a local search does not take: one step above once
+the other knobs were searched, and one look at the pool's far end: as many groups (MariaDB)
+or server connections (PgBouncer) as there are client connections, where no connection
+shares its group or waits for a pool slot.
 
 A local search stops on a shelf: on real servers many curves are flat, within a few percent,
 from a few groups up to a size near the connection count, and rise to their best there
@@ -123,6 +124,24 @@ def look_at_far_end(
     verdict, _ = yield from prober.probe(probe, rules=Rules(gain_only=True))
     if verdict is not Verdict.BETTER:
         return False
+    return (yield from _keep(prober, dim, top, probe))
+
+
+def look_a_step_above(prober: Prober, dim: KnobDim, ceiling: int) -> Generator[Request, None, bool]:
+    """One probe half a log2 unit above ``top`` (gains only, at most ``ceiling``); True if it
+    gained and ``top`` is there. A gain the sample cap forced is unproven, not absent: the
+    re-test decides (a moved optimum measured 3% above on six samples, 8% in truth)."""
+    top = dict(prober.top)
+    above = min(ceiling, dim.from_unit(dim.to_unit(top[dim.name]) + 0.5))
+    if above <= top[dim.name]:
+        return False
+    probe = {**top, dim.name: above}
+    verdict, forced = yield from prober.probe(probe, rules=Rules(gain_only=True))
+    if verdict is not Verdict.BETTER:
+        return False
+    if not forced:
+        prober.top = probe
+        return True
     return (yield from _keep(prober, dim, top, probe))
 
 

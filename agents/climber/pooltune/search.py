@@ -20,7 +20,7 @@ from agents.climber.pooltune.change import moved
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
-from agents.climber.pooltune.far_end import look_at_far_end
+from agents.climber.pooltune.far_end import look_a_step_above, look_at_far_end
 from agents.climber.pooltune.line_search import LineSearch, Program, Request
 from agents.climber.pooltune.warm_start import verify_warm_start
 
@@ -130,27 +130,19 @@ class Search:
     def _gain_above(self) -> Generator[Request, None, bool]:
         """The other knobs took tens of samples: one look a step above the size (the
         economy walk looks below) shows whether the best moved up meanwhile, which the
-        level of the tuple in force need not show (True: it did, and ``top`` is there)."""
-        dim = self._space.size
-        if self._evidence.now - self._began > self._config.settle_steps:
-            return False  # a look this late would move the size after the climb settled
-        above = min(
-            guards.size_ceiling(dim, self._cpu_count, self.connections),
-            dim.from_unit(dim.to_unit(self.top[dim.name]) + 0.5),
-        )
-        if above <= self.top[dim.name]:
+        level of the tuple in force need not show (True: it did, and ``top`` is there).
+        Only if the look and its re-test can end before the climb is due to settle."""
+        dim, cfg = self._space.size, self._config
+        if not self._time_for(2 * cfg.confirm_samples + cfg.max_samples):
             return False
-        probe = {**self.top, dim.name: above}
-        verdict, forced = yield from self.probe(probe, rules=Rules(gain_only=True))
-        if verdict is Verdict.BETTER and not forced:
-            self.top = probe
-        return self.top == probe
+        ceiling = guards.size_ceiling(dim, self._cpu_count, self.connections)
+        return (yield from look_a_step_above(self, dim, ceiling))
 
     def _gain_at_far_end(self) -> Generator[Request, None, bool]:
         """One look at one group per connection past a shelf (:mod:`far_end`; True: it
         gained, and ``top`` is there)."""
         dim, cfg = self._space.size, self._config
-        if self._evidence.now - self._began > cfg.settle_steps - cfg.economy_budget:
+        if not self._time_for(cfg.economy_budget):
             return False  # the economy walk needs its budget before the climb settles
         return (
             yield from look_at_far_end(
@@ -164,6 +156,10 @@ class Search:
                 cpu_count=self._cpu_count,
             )
         )
+
+    def _time_for(self, samples: int) -> bool:
+        """``samples`` more end before the climb is due to settle (``settle_steps``)."""
+        return self._evidence.now - self._began + samples <= self._config.settle_steps
 
     def _initial_step(self, dim: KnobDim, value: int, *, cold: bool) -> float:
         """The first step (log2): large far above the cores, the plausible range's width

@@ -219,11 +219,24 @@ def test_two_samples_far_below_the_best_are_a_sharp_drop() -> None:
     record(evidence, probe, [81.0])
     assert evidence.sharp_drop(probe, best)
     assert not evidence.sharp_drop(best, best)
-    # A best that stalled once itself: two low samples may be two stalls, not a collapse.
+    # A best that stalled once itself: its stall does not hide a drop (a stall-heavy IO
+    # load ran a probe at 0.42 of the best for eight samples while its best's samples
+    # held a stall at 0.18), but a probe inside the best's own spread is not one.
     stalls = Evidence(PooltuneConfig(rollback_drop=0.15))
-    record(stalls, best, [100.0, 30.0, 100.0])
-    record(stalls, probe, [80.0, 81.0])
+    record(stalls, best, [100.0, 30.0, 100.0, 84.0, 100.0])
+    record(stalls, probe, [83.0, 83.0])
     assert not stalls.sharp_drop(probe, best)
+    record(stalls, probe, [80.0, 81.0])
+    assert stalls.sharp_drop(probe, best)
+
+
+def test_a_stall_of_the_best_does_not_hide_a_probe_that_collapsed() -> None:
+    evidence = Evidence(PooltuneConfig())
+    best, probe = {SIZE: 8}, {SIZE: 1}
+    record(evidence, best, [100.0, 18.0, 101.0, 99.0, 100.0])
+    record(evidence, probe, [40.0])
+    assert evidence.collapsed(math.log(60.0), probe, best)
+    assert evidence.stalls_seen()  # the one more look a stalling server gets still follows
 
 
 def test_a_reference_that_moved_between_visits_is_a_workload_change() -> None:
