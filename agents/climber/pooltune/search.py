@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Mapping
 
 import agents.climber.pooltune.guards as guards
 from agents.climber.base import EventKind, KnobDim, KnobSpace
-from agents.climber.pooltune.change import moved
+from agents.climber.pooltune.change import Move, moved
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
@@ -325,7 +325,8 @@ class Search:
         # A stall only ever lowers throughput: a fall is looked at again, a rise is not.
         if move is not None and move.shift < 0 and self._evidence.stalls_seen():
             yield (dict(reference), samples)
-        self._note_move(reference)
+            move = moved(self._evidence, reference)
+        self._note_move(move)
 
     def retest(
         self, before: dict[str, int], after: dict[str, int], *, rules: Rules
@@ -370,8 +371,7 @@ class Search:
         ):
             yield from self._witness(reference)
 
-    def _note_move(self, knobs: Mapping[str, int]) -> None:
-        move = moved(self._evidence, knobs)
+    def _note_move(self, move: Move | None) -> None:
         if move is not None and self.changed is None:
             self.changed = move.reason
 
@@ -441,7 +441,7 @@ class Search:
         yield (knobs, cfg.min_samples)
         in_visit = cfg.min_samples
         # A probe measured earlier in the climb is a second witness of a workload change.
-        self._note_move(knobs)
+        self._note_move(moved(self._evidence, knobs))
         first_visit = True
         while True:
             if self._aborted:
