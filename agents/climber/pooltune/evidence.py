@@ -332,6 +332,18 @@ class Evidence:
             stderr = max(stderr, standard_error([d for d, _ in paired]))
         return difference, stderr
 
+    def gain_ruled_out(
+        self, reference: Sequence[Reading], probe: Sequence[Reading], z: float
+    ) -> bool:
+        """Even the upper end of the gain's interval (``z`` standard errors) stays under ε:
+        no number of further samples is likely to show a gain worth keeping (a futility stop
+        for a re-test that can only keep or drop a change). Never on the probe's first visit:
+        one bad visit must not end a re-test."""
+        if len(_visits(probe)) < 2:
+            return False
+        difference, stderr = self.paired_difference(reference, probe)
+        return difference + z * stderr < self.config.epsilon
+
     def _verdict(
         self, reference: Sequence[Reading], probe: Sequence[Reading], rules: Rules
     ) -> Verdict:

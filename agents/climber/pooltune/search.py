@@ -294,16 +294,18 @@ class Search:
         while True:
             if self.changed is not None:
                 return False
-            comparison = self._evidence.compare(
+            readings = (
                 self._evidence.readings(before, since=since),
                 self._evidence.readings(after, since=since),
-                final=False,
-                rules=Rules(stay=True, z=cfg.confirm_z),
+            )
+            comparison = self._evidence.compare(
+                *readings, final=False, rules=Rules(stay=True, z=cfg.confirm_z)
             )
             if comparison.verdict is Verdict.BETTER:
                 return True
             if (
                 comparison.verdict is Verdict.WORSE
+                or self._evidence.gain_ruled_out(*readings, z=cfg.confirm_z)
                 or len(self._evidence.since(after, since)) >= cfg.confirm_samples
             ):
                 self._event(
