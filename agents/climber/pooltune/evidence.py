@@ -81,6 +81,9 @@ class Rules:
     #: Only a gain matters: a probe whose first visit measured no higher than the
     #: reference stops there (an unproven tie), instead of being measured until it tells.
     gain_only: bool = False
+    #: A gain counts only once the reference was measured after the probe (A/B/A): where
+    #: the curve's shape allows only a small gain, a large one may be the server moving.
+    witness_gain: bool = False
 
 
 class Evidence:

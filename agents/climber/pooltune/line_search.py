@@ -219,7 +219,9 @@ class LineSearch:
                 probe = self._probe_inside_bracket(side, h)
                 if probe is None:
                     continue
-                verdict, _ = yield from self._probe(probe)
+                # Inside a bracket the curve's shape leaves only a small gain: a large one
+                # may be the server moving, so the reference is looked at again first.
+                verdict, _ = yield from self._probe(probe, witness_gain=True)
                 if verdict is Verdict.BETTER:
                     self._bound_behind(side)
                     self._climb_to(probe, h)
@@ -228,8 +230,11 @@ class LineSearch:
             h /= 2.0
 
     # ----------------------------------------------------------------- rules
-    def _probe(self, probe: dict[str, int]) -> Generator[Request, None, Comparison]:
-        comparison = yield from self._prober.probe(probe, rules=self._judge)
+    def _probe(
+        self, probe: dict[str, int], *, witness_gain: bool = False
+    ) -> Generator[Request, None, Comparison]:
+        rules = replace(self._judge, witness_gain=True) if witness_gain else self._judge
+        comparison = yield from self._prober.probe(probe, rules=rules)
         #: Whether the last verdict was forced by the sample cap (it proves nothing, so it
         #: never bounds the economy walk).
         self._forced = comparison.forced

@@ -373,6 +373,10 @@ class Search:
         ):
             yield from self._witness(reference)
 
+    def _seen_since(self, knobs: Mapping[str, int], step: int) -> bool:
+        last = self._evidence.last_seen(knobs)
+        return last is not None and last > step
+
     def _note_move(self, move: Move | None) -> None:
         if move is not None and self.changed is None:
             self.changed = move.reason
@@ -474,8 +478,23 @@ class Search:
             if comparison.verdict is not Verdict.UNSURE and guards.plausible(
                 self._evidence, self._config, self._space.size, knobs, reference, probed_from
             ):
+                if not (
+                    rules.witness_gain
+                    and comparison.verdict is Verdict.BETTER
+                    and not self._seen_since(reference, probed_from)
+                ):
+                    self.probing = None
+                    return comparison
+                # The reference once more after the probe: a server that moved in between
+                # shows as a change (or the gain fades), not as a gain.
                 self.probing = None
-                return comparison
+                yield from self._witness(reference)
+                if self.changed is not None:
+                    return Comparison(Verdict.UNSURE)
+                first_visit = False
+                self.probing = dict(knobs)
+                in_visit = 0  # the probe's next visit starts only if the test is still split
+                continue
             if rules.gain_only and comparison.verdict is Verdict.UNSURE and first_visit:
                 # No gain even without the probe's lowest sample (a stall never stops it).
                 gain = self._evidence.gain_without_lowest(reference, knobs)
@@ -494,5 +513,6 @@ class Search:
                 yield (knobs, cfg.min_samples)
                 in_visit = cfg.min_samples
             else:
-                yield (knobs, 1)
-                in_visit += 1
+                more = 1 if in_visit else cfg.min_samples
+                yield (knobs, more)
+                in_visit += more
