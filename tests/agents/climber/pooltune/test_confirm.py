@@ -5,13 +5,13 @@ is dropped as soon as the samples rule the gain out, not after the whole sample 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 
 from agents.climber import KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.evidence import Evidence
-from agents.climber.pooltune.search import Search
+
+from .programs import Bench, new_search
 
 STALL = "thread_pool_stall_limit"
 SPACE = KnobSpace.from_engine("mariadb", 8)
@@ -20,35 +20,18 @@ SPACE = KnobSpace.from_engine("mariadb", 8)
 def _confirm(gain: float, seed: int, cv: float = 0.05) -> tuple[bool, int]:
     """Re-test stall limit 125 against the default 500 on a server where 125 gains
     ``gain``: whether it was kept and how many samples it took at 125."""
-    config = PooltuneConfig()
-    evidence = Evidence(config)
-    rng = random.Random(seed)
+    evidence = Evidence(PooltuneConfig())
     before = SPACE.defaults()
     after = {**before, STALL: 125}
-    search = Search(
-        config,
-        SPACE,
-        8,
+    bench = Bench(
         evidence,
-        lambda kind, reason: None,
-        start=before,
-        cold=True,
-        plausible_range={},
+        lambda knobs, step: 1000.0 * (1.0 + gain if knobs == after else 1.0),
+        cv=cv,
+        seed=seed,
     )
-    program = search.confirm(SPACE.dims[2], before, after)
-    taken = 0
-    try:
-        request = next(program)
-        while True:
-            knobs, count = request
-            for _ in range(count):
-                evidence.now += 1
-                mean = 1000.0 * (1.0 + gain if knobs == after else 1.0)
-                evidence.record(knobs, math.log(mean * (1.0 + rng.gauss(0.0, cv))), None)
-                taken += knobs == after
-            request = program.send(None)
-    except StopIteration as done:
-        return bool(done.value), taken
+    search = new_search(SPACE, 8, evidence, before)
+    kept = bench.run(search.confirm(SPACE.dims[2], before, after))
+    return kept, sum(knobs == after for knobs in bench.samples)
 
 
 def test_a_value_without_effect_is_dropped_before_the_sample_cap() -> None:

@@ -5,15 +5,14 @@ a better size (live PgBouncer, select-only × 32: a size refined into while the 
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Mapping
 
 from agents.climber import KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
-from agents.climber.pooltune.line_search import Request
 from agents.climber.pooltune.search import Search
+
+from .programs import Bench, new_search
 
 SIZE = "thread_pool_size"
 SPACE = KnobSpace.from_engine("mariadb", 2, names=[SIZE])
@@ -22,47 +21,21 @@ PROBE = {SIZE: 10}
 
 
 def _probe(
-    level: Callable[[dict[str, int], int], float], *, witness_gain: bool
+    level: Callable[[Mapping[str, int], int], float], *, witness_gain: bool
 ) -> tuple[Comparison, Search, list[dict[str, int]]]:
     """The reference measured at ``level`` for 6 steps, then one probe of PROBE; returns the
-    verdict, the search and the tuples requested after the probe's first visit."""
-    config = PooltuneConfig()
-    evidence = Evidence(config)
-    rng = random.Random(1)
-
-    def measure(knobs: dict[str, int], count: int) -> None:
-        for _ in range(count):
-            evidence.now += 1
-            noisy = level(knobs, evidence.now) * (1.0 + rng.gauss(0.0, 0.02))
-            evidence.record(knobs, math.log(noisy), None)
-
-    measure(REFERENCE, 6)
-    search = Search(
-        config,
-        SPACE,
-        2,
-        evidence,
-        lambda kind, reason: None,
-        start=REFERENCE,
-        cold=True,
-        plausible_range={},
+    verdict, the search and the tuples sampled after the probe's first visit."""
+    evidence = Evidence(PooltuneConfig())
+    bench = Bench(evidence, level, cv=0.02, seed=1)
+    bench.measure(REFERENCE, 6)
+    search = new_search(SPACE, 2, evidence, REFERENCE)
+    verdict = bench.run(
+        search.probe(dict(PROBE), rules=Rules(witness_gain=witness_gain), reference=dict(REFERENCE))
     )
-    program: Generator[Request, None, Comparison] = search.probe(
-        dict(PROBE), rules=Rules(witness_gain=witness_gain), reference=dict(REFERENCE)
-    )
-    requested: list[dict[str, int]] = []
-    try:
-        request = next(program)
-        while True:
-            knobs, count = request
-            requested.append(dict(knobs))
-            measure(knobs, count)
-            request = program.send(None)
-    except StopIteration as done:
-        return done.value, search, requested
+    return verdict, search, bench.samples[6:]
 
 
-def _server_moved_up(knobs: dict[str, int], step: int) -> float:
+def _server_moved_up(knobs: Mapping[str, int], step: int) -> float:
     """Every size ties; from step 7 on (the probe's first sample) the server runs 30% faster."""
     return 1300.0 if step >= 7 else 1000.0
 
@@ -82,7 +55,7 @@ def test_without_the_witness_the_move_reads_as_a_gain() -> None:
 
 
 def test_a_real_gain_survives_the_witness() -> None:
-    def better(knobs: dict[str, int], step: int) -> float:
+    def better(knobs: Mapping[str, int], step: int) -> float:
         return 1300.0 if knobs == PROBE else 1000.0
 
     verdict, search, requested = _probe(better, witness_gain=True)
