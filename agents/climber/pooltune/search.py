@@ -16,16 +16,17 @@ from collections.abc import Callable, Generator, Mapping
 
 import agents.climber.pooltune.guards as guards
 from agents.climber.base import EventKind, KnobDim, KnobSpace
-from agents.climber.pooltune.change import Move, moved
+from agents.climber.pooltune.change import moved
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import EconomyWalk, floor_below
 from agents.climber.pooltune.evidence import Comparison, Evidence, Rules, Verdict
 from agents.climber.pooltune.far_end import look_a_step_above, look_at_far_end
 from agents.climber.pooltune.line_search import LineSearch, Program, Request
+from agents.climber.pooltune.retests import Retests
 from agents.climber.pooltune.warm_start import verify_warm_start
 
 
-class Search:
+class Search(Retests):
     """A climb from the tuple in force; cold, or warm from a recommended start whose
     ``plausible_range`` sizes the first steps."""
 
@@ -281,82 +282,6 @@ class Search:
         if self.in_force != self.top:
             yield (dict(self.top), self._config.min_samples)
 
-    def confirm(
-        self, dim: KnobDim, before: dict[str, int], after: dict[str, int]
-    ) -> Generator[Request, None, bool]:
-        """A/B/A on fresh samples: ``after`` beats ``before`` beyond the noise and ε (a
-        GUARD event says when it does not)."""
-        cfg = self._config
-        since = self._evidence.now
-        yield from self._witness(before, cfg.visit_samples)
-        yield (dict(after), cfg.visit_samples)
-        yield from self._witness(before, cfg.visit_samples)
-        while True:
-            if self.changed is not None:
-                return False
-            readings = (
-                self._evidence.readings(before, since=since),
-                self._evidence.readings(after, since=since),
-            )
-            comparison = self._evidence.compare(
-                *readings, final=False, rules=Rules(stay=True, z=cfg.confirm_z)
-            )
-            if comparison.verdict is Verdict.BETTER:
-                return True
-            if (
-                comparison.verdict is Verdict.WORSE
-                or self._evidence.gain_ruled_out(*readings, z=cfg.confirm_z)
-                or len(self._evidence.since(after, since)) >= cfg.confirm_samples
-            ):
-                self._event(
-                    EventKind.GUARD,
-                    f"{dim.name}={after[dim.name]} not confirmed by a re-test: back to "
-                    f"{before[dim.name]}",
-                )
-                return False
-            yield (dict(after), cfg.visit_samples)
-            yield from self._witness(before, cfg.visit_samples)
-
-    def _witness(self, reference: Mapping[str, int], samples: int | None = None) -> Program:
-        """Measure ``reference`` (``min_samples`` unless told), a witness of a workload change:
-        if it moved from its earlier visits beyond the noise, the climb must start again. On
-        a server seen to stall, a visit that fell is measured longer first."""
-        samples = samples or self._config.min_samples
-        yield (dict(reference), samples)
-        move = moved(self._evidence, reference)
-        # A stall only ever lowers throughput: a fall is looked at again, a rise is not.
-        if move is not None and move.shift < 0 and self._evidence.stalls_seen():
-            yield (dict(reference), samples)
-            move = moved(self._evidence, reference)
-        self._note_move(move)
-
-    def retest(
-        self, before: dict[str, int], after: dict[str, int], *, rules: Rules
-    ) -> Generator[Request, None, Comparison]:
-        """``after`` against ``before`` on fresh samples only, A/B/A/B, until the test tells
-        or ``rules.max_samples`` of ``after`` force a verdict: the earlier samples chose
-        ``after`` and are biased in its favour (the winner's curse)."""
-        cfg = self._config
-        visit = rules.visit_samples or cfg.visit_samples
-        cap = rules.max_samples or cfg.max_samples
-        since = self._evidence.now
-        yield from self._witness(before, visit)
-        yield (dict(after), visit)
-        yield from self._witness(before, visit)
-        while True:
-            if self.changed is not None:
-                return Comparison(Verdict.UNSURE)
-            comparison = self._evidence.compare(
-                self._evidence.readings(before, since=since),
-                self._evidence.readings(after, since=since),
-                final=len(self._evidence.since(after, since)) >= cap,
-                rules=rules,
-            )
-            if comparison.verdict is not Verdict.UNSURE:
-                return comparison
-            yield (dict(after), visit)
-            yield from self._witness(before, visit)
-
     # ----------------------------------------------------------------- reference
     def _level(self, knobs: Mapping[str, int]) -> float | None:
         recent = self._evidence.recent(knobs)
@@ -376,10 +301,6 @@ class Search:
     def _seen_since(self, knobs: Mapping[str, int], step: int) -> bool:
         last = self._evidence.last_seen(knobs)
         return last is not None and last > step
-
-    def _note_move(self, move: Move | None) -> None:
-        if move is not None and self.changed is None:
-            self.changed = move.reason
 
     def _headroom(self, dim: KnobDim) -> float | None:
         """How far ``top`` measured above the start (log), for the pool size (else None)."""
