@@ -26,12 +26,17 @@ def plausible(
     reference is measured again first (which also watches it for the change)."""
     if knobs.get(size.name) == reference.get(size.name):
         return True
-    last = evidence.last_seen(reference)
-    if last is not None and last > probed_from:
+    if measured_since(evidence, reference, probed_from):
         return True
     units = abs(size.to_unit(knobs[size.name]) - size.to_unit(reference[size.name]))
     difference, stderr = evidence.difference(reference, knobs)
     return abs(difference) <= units * math.log(2.0) + config.z * stderr
+
+
+def measured_since(evidence: Evidence, knobs: Mapping[str, int], step: int) -> bool:
+    """``knobs`` was measured after ``step`` (a reference seen again since a probe began)."""
+    last = evidence.last_seen(knobs)
+    return last is not None and last > step
 
 
 def cpu_bound_below_cores(

@@ -298,10 +298,6 @@ class Search(Retests):
         ):
             yield from self._witness(reference)
 
-    def _seen_since(self, knobs: Mapping[str, int], step: int) -> bool:
-        last = self._evidence.last_seen(knobs)
-        return last is not None and last > step
-
     def _headroom(self, dim: KnobDim) -> float | None:
         """How far ``top`` measured above the start (log), for the pool size (else None)."""
         top = self._level(self.top)
@@ -396,26 +392,19 @@ class Search(Retests):
                 final=taken >= (rules.max_samples or cfg.max_samples),
                 rules=rules,
             )
-            if comparison.verdict is not Verdict.UNSURE and guards.plausible(
+            accepted = comparison.verdict is not Verdict.UNSURE and guards.plausible(
                 self._evidence, self._config, self._space.size, knobs, reference, probed_from
-            ):
-                if not (
-                    rules.witness_gain
-                    and comparison.verdict is Verdict.BETTER
-                    and not self._seen_since(reference, probed_from)
-                ):
-                    self.probing = None
-                    return comparison
-                # The reference once more after the probe: a server that moved in between
-                # shows as a change (or the gain fades), not as a gain.
+            )
+            # Inside a bracket a gain counts on A/B/A only: a server that moved while the
+            # probe was measured then shows as a change (or the gain fades), not as a gain.
+            unwitnessed = (
+                rules.witness_gain
+                and comparison.verdict is Verdict.BETTER
+                and not guards.measured_since(self._evidence, reference, probed_from)
+            )
+            if accepted and not unwitnessed:
                 self.probing = None
-                yield from self._witness(reference)
-                if self.changed is not None:
-                    return Comparison(Verdict.UNSURE)
-                first_visit = False
-                self.probing = dict(knobs)
-                in_visit = 0  # the probe's next visit starts only if the test is still split
-                continue
+                return comparison
             if rules.gain_only and comparison.verdict is Verdict.UNSURE and first_visit:
                 # No gain even without the probe's lowest sample (a stall never stops it).
                 gain = self._evidence.gain_without_lowest(reference, knobs)
@@ -431,6 +420,9 @@ class Search(Retests):
                 if self.changed is not None:
                     return Comparison(Verdict.UNSURE)
                 self.probing = dict(knobs)
+                if accepted:  # the gain's witness came: it decides if the test now tells
+                    in_visit = 0
+                    continue
                 yield (knobs, cfg.min_samples)
                 in_visit = cfg.min_samples
             else:
