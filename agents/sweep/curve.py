@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from agents.knobs import Engine
@@ -38,6 +38,9 @@ class SweepSample:
     server_cpu: float | None = None
     load_cpu: float | None = None
     other_cpu: float | None = None
+    #: The visit's number in the sweep (0 first): a paired sweep's reference is visited
+    #: many times in one repeat, so the repeat alone does not tell its visits apart.
+    visit: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,11 +199,23 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(present) if present else None
 
 
-def curve_points(values: Sequence[int], samples: Sequence[SweepSample]) -> tuple[Point, ...]:
-    """One point per value of the grid, from the samples that were not discarded."""
+def curve_points(
+    values: Sequence[int], samples: Sequence[SweepSample], *, reference: int | None = None
+) -> tuple[Point, ...]:
+    """One point per value of the grid, from the samples that were not discarded; for a
+    paired sweep (``reference``) each throughput is first read side by side with the
+    reference (:func:`paired_levels`)."""
+    kept = [s for s in samples if not s.discarded]
+    if reference is not None:
+        factors = paired_levels(kept, reference)
+        kept = [
+            replace(s, throughput=s.throughput * factors[s.visit])
+            for s in kept
+            if s.visit in factors
+        ]
     points = []
     for value in values:
-        mine = [s for s in samples if s.value == value and not s.discarded]
+        mine = [s for s in kept if s.value == value]
         visit_means = []
         for repeat in sorted({s.repeat for s in mine}):
             visit = [s.throughput for s in mine if s.repeat == repeat]
@@ -217,3 +232,55 @@ def curve_points(values: Sequence[int], samples: Sequence[SweepSample]) -> tuple
             )
         )
     return tuple(points)
+
+
+#: A visit whose two reference visits disagree by more than this many times the sweep's
+#: median disagreement saw the server's level change while it ran (its ratio is unknown).
+SPLIT_FACTOR = 3.0
+#: ... and by at least this much in log throughput (a noise-free sweep's median is 0).
+SPLIT_FLOOR = 0.02
+
+
+def paired_levels(kept: Sequence[SweepSample], reference: int) -> dict[int, float]:
+    """Per visit of a paired sweep, the factor that puts its throughput on the reference's
+    overall level: the reference's mean over the whole sweep divided by its level at the
+    time of the visit — the mean of the reference visits right before and after it, or
+    for the reference's own visits, of its visits in the same repeat.
+
+    A visit gets no factor (its samples are not used) when no reference visit beside it
+    was measured, or when the two beside it disagree far beyond the sweep's usual (the
+    level moved during the visit, so which level it ran at is unknown) and its value
+    keeps other visits."""
+    by_visit: dict[int, list[SweepSample]] = {}
+    for sample in kept:
+        by_visit.setdefault(sample.visit, []).append(sample)
+    means = {n: statistics.fmean(s.throughput for s in group) for n, group in by_visit.items()}
+    own = [s for s in kept if s.value == reference]
+    overall = statistics.fmean(s.throughput for s in own) if own else math.nan
+    if not overall > 0 or min(means.values()) <= 0:
+        return {}
+    anchors = sorted(n for n, group in by_visit.items() if group[0].value == reference)
+    per_repeat: dict[int, list[float]] = {}
+    for sample in own:
+        per_repeat.setdefault(sample.repeat, []).append(sample.throughput)
+    factors: dict[int, float] = {}
+    split: dict[int, float] = {}
+    for number, group in by_visit.items():
+        if group[0].value == reference:
+            factors[number] = overall / statistics.fmean(per_repeat[group[0].repeat])
+            continue
+        beside = [means[n] for n in [n for n in anchors if n < number][-1:]]
+        beside += [means[n] for n in [n for n in anchors if n > number][:1]]
+        if not beside:
+            continue
+        factors[number] = overall / statistics.fmean(beside)
+        split[number] = abs(math.log(beside[0] / beside[-1]))
+    if split:
+        limit = max(SPLIT_FACTOR * statistics.median(split.values()), SPLIT_FLOOR)
+        value_of = {n: group[0].value for n, group in by_visit.items()}
+        for number in sorted(split, key=split.__getitem__, reverse=True):
+            value = value_of[number]
+            others = [n for n in factors if n != number and value_of[n] == value]
+            if split[number] > limit and others:
+                del factors[number]
+    return factors

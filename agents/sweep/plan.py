@@ -1,7 +1,9 @@
 """What a sweep measures: the knob, its grid, the dwell per visit and the interleaved order.
 
 The grid is visited ``repeats`` times in interleaved order so that a slow drift spreads
-over every value instead of aliasing onto the grid (see docs/agent.md, "The sweep").
+over every value instead of aliasing onto the grid (see docs/agent.md, "The sweep"). A
+paired sweep also visits a reference value before and after every visit of the grid, so
+each value is measured side by side with the reference (docs/datasets.md, "Paired sweeps").
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ class SweepPlan:
     #: Processes whose CPU counts as the measured load (e.g. the load generator), so
     #: that the rest of the host's CPU use is attributed to "other" processes.
     load_pids: tuple[int, ...] = ()
+    #: A paired sweep: this value is visited before every visit of the grid and once at
+    #: the end, so each other value's visit is bracketed by two of its visits and can be
+    #: read as a ratio to it, whatever the server's level did meanwhile (None: plain).
+    reference: int | None = None
 
     def __post_init__(self) -> None:
         if not self.values:
@@ -62,6 +68,13 @@ class SweepPlan:
             raise SweepError("repeats must be at least 1")
         if self.sample_period_s <= 0 or self.dwell_s <= 0:
             raise SweepError("dwell and sample period must be positive")
+        if self.reference is not None and (
+            self.reference not in self.values or len(self.values) < 2
+        ):
+            raise SweepError(
+                f"the reference {self.reference} of a paired sweep must be one of at least "
+                f"two values: {list(self.values)}"
+            )
         if self.samples_per_visit <= self.discard_samples:
             raise SweepError(
                 f"a dwell of {self.dwell_s:g}s gives {self.samples_per_visit} sample(s) of "
@@ -75,19 +88,29 @@ class SweepPlan:
 
     @property
     def visits(self) -> list[tuple[int, int]]:
-        """(repeat, value) in measuring order."""
-        return [
-            (repeat, value)
-            for repeat, values in enumerate(
-                visit_order(self.values, self.repeats, self.order, seed=self.seed)
-            )
-            for value in values
-        ]
+        """(repeat, value) in measuring order; a paired sweep puts the reference before
+        every other value and once at the end (the reference's own repeats are those)."""
+        if self.reference is None:
+            return [
+                (repeat, value)
+                for repeat, values in enumerate(
+                    visit_order(self.values, self.repeats, self.order, seed=self.seed)
+                )
+                for value in values
+            ]
+        others = [v for v in self.values if v != self.reference]
+        order: list[tuple[int, int]] = []
+        for repeat, values in enumerate(
+            visit_order(others, self.repeats, self.order, seed=self.seed)
+        ):
+            for value in values:
+                order += [(repeat, self.reference), (repeat, value)]
+        return [*order, (self.repeats - 1, self.reference)]
 
     @property
     def expected_duration_s(self) -> float:
         per_visit = self.samples_per_visit * self.sample_period_s
-        return self.baseline_s + per_visit * len(self.values) * self.repeats
+        return self.baseline_s + per_visit * len(self.visits)
 
 
 def visit_order(

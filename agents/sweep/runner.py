@@ -143,7 +143,7 @@ class Sweeper:
                 raise
             logger.info("original tuple restored: %s", restored)
         samples, snapshots, baseline = outcome
-        points = curve_points(plan.values, samples)
+        points = curve_points(plan.values, samples, reference=plan.reference)
         notes: list[str] = []
         if self.failed_reads:
             notes.append(f"{self.failed_reads} counter read(s) failed; their samples are lost")
@@ -238,6 +238,7 @@ class Sweeper:
                         server_cpu=server_cpu,
                         load_cpu=load_cpu,
                         other_cpu=other_cpu,
+                        visit=number,
                     )
                 )
                 if not discarded:

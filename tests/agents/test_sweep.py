@@ -24,6 +24,7 @@ from agents.sweep import (
     SweepError,
     SweepInterrupted,
     SweepPlan,
+    SweepResult,
     best_value,
     format_table,
     knee_value,
@@ -44,7 +45,8 @@ CURVE = {1: 500.0, 2: 900.0, 4: 1000.0, 8: 1000.0, 16: 800.0}
 
 
 class CurveTarget:
-    """A server whose throughput is ``curve[size]`` (plus ``drift`` per second).
+    """A server whose throughput is ``curve[size]`` (times ``level(t)``, plus ``drift`` per
+    second).
 
     A size change takes effect ``lag_s`` after :meth:`apply`. Time is a fake clock
     advanced by :meth:`wait` (or the real monotonic clock with ``real_time``);
@@ -63,8 +65,10 @@ class CurveTarget:
         real_time: bool = False,
         fail_on_read: int | None = None,
         unavailable_reads: frozenset[int] = frozenset(),
+        level: Callable[[float], float] | None = None,
     ) -> None:
         self.unavailable_reads = unavailable_reads
+        self.level = level
         self.curve = dict(curve)
         self.lag_s = lag_s
         self.drift_per_s = drift_per_s
@@ -85,7 +89,8 @@ class CurveTarget:
         return time.monotonic() - self.start if self.real_time else self.clock
 
     def _rate(self, t: float) -> float:
-        return self.curve.get(self.effective, 0.0) + self.drift_per_s * t
+        level = self.level(t) if self.level is not None else 1.0
+        return self.curve.get(self.effective, 0.0) * level + self.drift_per_s * t
 
     def _integrate(self, until: float) -> None:
         while self.integrated_to < until:
@@ -236,6 +241,46 @@ def test_a_drifting_flat_curve_looks_flat_after_interleaving(tmp_path: Path) -> 
     result = make_sweeper(target, tmp_path, repeats=2).run()
     means = [p.mean for p in result.points]
     assert (max(means) - min(means)) / min(means) < 0.05
+
+
+# -- paired sweeps ------------------------------------------------------------------------
+
+
+def test_a_paired_sweep_brackets_every_visit_with_the_reference() -> None:
+    plan = SweepPlan(knob=SIZE, values=(1, 2, 4, 8), repeats=2, dwell_s=4.0, reference=2)
+    order = [value for _repeat, value in plan.visits]
+    assert order[0::2] == [2] * 7  # before every other size, and once at the end
+    assert sorted(order[1::2]) == [1, 1, 4, 4, 8, 8]
+    assert plan.expected_duration_s == pytest.approx(len(order) * 4.0)
+    with pytest.raises(SweepError, match="reference 3"):
+        SweepPlan(knob=SIZE, values=(1, 2, 4), reference=3)
+
+
+def _switching_level(t: float) -> float:
+    """A server that runs at 60% of its level for 20 s of every 43 (a second workload
+    coming and going), whatever the pool size."""
+    return 0.6 if t % 43.0 < 20.0 else 1.0
+
+
+def test_a_paired_sweep_reads_through_a_level_that_switches(tmp_path: Path) -> None:
+    """A level switching between visits decides a plain sweep's curve; side by side with
+    the reference, every size's ratio to it comes out right."""
+    curve = {1: 600.0, 2: 900.0, 4: 1000.0, 8: 1080.0, 16: 950.0}
+    paired = make_sweeper(
+        CurveTarget(curve, level=_switching_level), tmp_path, repeats=3, reference=2
+    ).run()
+    plain = make_sweeper(CurveTarget(curve, level=_switching_level), tmp_path, repeats=3).run()
+
+    def ratio_errors(result: SweepResult) -> list[float]:
+        base = result.point(2).mean
+        return [abs(p.mean / base / (curve[p.value] / curve[2]) - 1) for p in result.points]
+
+    assert max(ratio_errors(paired)) < 0.02
+    assert max(ratio_errors(plain)) > 0.10  # the control: the switch, not the curve
+    assert paired.best_value == 8
+    # Every sample stays in the result as measured; only the points are read in pairs.
+    assert {s.value for s in paired.samples if s.visit == 0} == {2}
+    assert max(s.visit for s in paired.samples) == len(paired.plan.visits) - 1
 
 
 # -- lag discard and the measured curve -------------------------------------------------
