@@ -1,4 +1,4 @@
-"""Measure ``datasets/mariadb-<cores>core-<v1|v2|v3|v4>/``: real pool-size sweeps under sysbench.
+"""Measure ``datasets/mariadb-<cores>core-<v1|v2|v3>/``: real pool-size sweeps under sysbench.
 
 Starts private MariaDB servers (lab/), runs each case's sysbench load while the agent's
 sweep engine measures the pool size, and stores every case the moment it ends under

@@ -153,6 +153,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --order shuffle")
     parser.add_argument(
+        "--reference",
+        type=int,
+        default=None,
+        metavar="VALUE",
+        help="pair the sweep: visit VALUE (added to the grid if missing) before and after "
+        "every other visit and read each value as a ratio to it, so a server whose level "
+        "moves meanwhile (another load, a phase, caches) does not decide the curve; about "
+        'twice as long (docs/agent.md, "The sweep")',
+    )
+    parser.add_argument(
         "--baseline",
         type=float,
         default=0.0,
@@ -189,6 +199,8 @@ def build_plan(config: AgentConfig, args: argparse.Namespace) -> SweepPlan:
         values = tuple(v for v in DEFAULT_GRIDS[knob.name] if low <= v <= high)
     else:
         raise ConfigError(f"no default grid for {knob.name}: pass --values")
+    if args.reference is not None and args.reference not in values:
+        values = tuple(sorted((*values, args.reference)))
     low, high = config.knob_bounds(knob.name)
     outside = [v for v in values if not low <= v <= high]
     if outside:
@@ -207,6 +219,7 @@ def build_plan(config: AgentConfig, args: argparse.Namespace) -> SweepPlan:
         order=args.order,
         seed=args.seed,
         baseline_s=max(0.0, args.baseline),
+        reference=args.reference,
     )
 
 

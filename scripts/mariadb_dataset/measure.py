@@ -28,7 +28,6 @@ from scripts.mariadb_dataset.cases import (
     TUNED,
     Case,
     Timing,
-    paired_reference,
 )
 
 logger = logging.getLogger("make_mariadb_dataset")
@@ -129,13 +128,7 @@ def measure_case(
         if process.poll() is not None:
             raise RuntimeError(f"sysbench exited early ({process.returncode}); see {log_path}")
 
-        def sweep(
-            knob: str,
-            grid: tuple[int, ...],
-            repeats: int,
-            baseline: float,
-            reference: int | None = None,
-        ) -> SweepResult:
+        def sweep(knob: str, grid: tuple[int, ...], repeats: int, baseline: float) -> SweepResult:
             plan = SweepPlan(
                 knob=knob,
                 values=grid,
@@ -147,7 +140,6 @@ def measure_case(
                 baseline_s=baseline,
                 load_pids=(process.pid,),
                 seed=zlib.crc32(case.workload_id.encode()) & 0xFFFF,
-                reference=reference,
             )
             sweeper = Sweeper(
                 target=server.target,
@@ -158,8 +150,7 @@ def measure_case(
             )
             return sweeper.run()
 
-        reference = paired_reference() if timing.paired else None
-        size = sweep(SIZE, timing.sizes(case), timing.repeats, timing.baseline_s, reference)
+        size = sweep(SIZE, timing.sizes(case), timing.repeats, timing.baseline_s)
         secondary: dict[str, SweepResult] = {}
         if case.secondary:
             secondary[OVERSUBSCRIBE] = sweep(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.config import ConfigError
 from agents.console import EXIT_CONFIG
 from agents.knobs import Engine
 from agents.state import OriginalTupleFile
@@ -566,6 +567,22 @@ def test_cli_default_grid_is_cut_to_the_bounds(tmp_path: Path) -> None:
     plan = sweep_cli.build_plan(load_config(config), args)
     assert plan.values == (2, 3, 4, 6, 8, 12, 16)
     assert plan.sample_period_s == 0.1
+
+
+def test_cli_reference_pairs_the_sweep_and_joins_the_grid(tmp_path: Path) -> None:
+    config = _config(tmp_path, "[bounds]\nthread_pool_size = [1, 16]\n")
+    parser = __import__("argparse").ArgumentParser()
+    sweep_cli.add_parser(parser.add_subparsers(dest="command"))
+    from agents.config import load_config
+
+    args = parser.parse_args(["sweep", "-c", str(config), "--values", "1,4,8", "--reference", "2"])
+    plan = sweep_cli.build_plan(load_config(config), args)
+    assert plan.values == (1, 2, 4, 8) and plan.reference == 2
+    outside = parser.parse_args(
+        ["sweep", "-c", str(config), "--values", "1,4", "--reference", "32"]
+    )
+    with pytest.raises(ConfigError, match="outside the bounds"):
+        sweep_cli.build_plan(load_config(config), outside)
 
 
 def test_the_sweeper_waits_on_its_stop_event_by_default(tmp_path: Path) -> None:
