@@ -257,9 +257,12 @@ def paired_levels(kept: Sequence[SweepSample], reference: int) -> dict[int, floa
     means = {n: statistics.fmean(s.throughput for s in group) for n, group in by_visit.items()}
     own = [s for s in kept if s.value == reference]
     overall = statistics.fmean(s.throughput for s in own) if own else math.nan
-    if not overall > 0 or min(means.values()) <= 0:
+    if not overall > 0:
         return {}
-    anchors = sorted(n for n, group in by_visit.items() if group[0].value == reference)
+    # A reference visit that measured nothing (a stall) cannot stand beside another visit.
+    anchors = sorted(
+        n for n, group in by_visit.items() if group[0].value == reference and means[n] > 0
+    )
     per_repeat: dict[int, list[float]] = {}
     for sample in own:
         per_repeat.setdefault(sample.repeat, []).append(sample.throughput)
@@ -267,7 +270,9 @@ def paired_levels(kept: Sequence[SweepSample], reference: int) -> dict[int, floa
     split: dict[int, float] = {}
     for number, group in by_visit.items():
         if group[0].value == reference:
-            factors[number] = overall / statistics.fmean(per_repeat[group[0].repeat])
+            level = statistics.fmean(per_repeat[group[0].repeat])
+            if level > 0:
+                factors[number] = overall / level
             continue
         beside = [means[n] for n in [n for n in anchors if n < number][-1:]]
         beside += [means[n] for n in [n for n in anchors if n > number][:1]]

@@ -3,7 +3,7 @@
 The grid is visited ``repeats`` times in interleaved order so that a slow drift spreads
 over every value instead of aliasing onto the grid (see docs/agent.md, "The sweep"). A
 paired sweep also visits a reference value before and after every visit of the grid, so
-each value is measured side by side with the reference (docs/datasets.md, "Paired sweeps").
+each value is measured side by side with the reference (docs/agent.md, "The sweep").
 """
 
 from __future__ import annotations

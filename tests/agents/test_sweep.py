@@ -284,6 +284,21 @@ def test_a_paired_sweep_reads_through_a_level_that_switches(tmp_path: Path) -> N
     assert max(s.visit for s in paired.samples) == len(paired.plan.visits) - 1
 
 
+def test_a_paired_sweep_survives_a_visit_that_measured_nothing(tmp_path: Path) -> None:
+    """A stall that zeroes one visit, the reference's or another's, loses that visit only."""
+    curve = {1: 600.0, 2: 900.0, 4: 1000.0, 8: 1080.0}
+
+    def stalled(t: float) -> float:
+        return 0.0 if 9.0 <= t < 12.0 or 33.0 <= t < 36.0 else 1.0
+
+    result = make_sweeper(
+        CurveTarget(curve, level=stalled), tmp_path, values=(1, 2, 4, 8), repeats=3, reference=2
+    ).run()
+    assert any(s.throughput == 0 and not s.discarded for s in result.samples)
+    assert all(p.count > 0 for p in result.points)
+    assert result.best_value == 8
+
+
 # -- lag discard and the measured curve -------------------------------------------------
 
 
