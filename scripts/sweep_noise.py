@@ -28,7 +28,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -39,9 +38,12 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from agents.sweep import SweepPlan
+from agents.sweep.curve import SweepSample, curve_points
+
 #: The grid a design is laid over: nine sizes, the default among them (v2's grid).
-SIZES = 9
-DEFAULT_INDEX = 1
+GRID = (1, 2, 3, 4, 6, 8, 16, 32, 64)
+DEFAULT = 2
 #: Seconds a v2 case spends on its pool-size sweep (9 sizes × 3 visits × 5 s).
 BUDGET_S = 135.0
 #: The label noise that tells a 5% difference at two standard errors of a difference.
@@ -53,51 +55,55 @@ DEFAULT_WORKLOADS = ("oltp_point_select-c64", "wait_1ms-c16", "hot_rows-c64", "o
 @dataclass(frozen=True)
 class Design:
     """A sweep design over 1-s samples: visits of ``dwell`` samples, the first ``discard``
-    dropped, the grid in passes (forwards, backwards); paired puts the default before and
-    after every other visit and reads each visit against the two beside it."""
+    dropped; paired puts the default before and after every other visit. The visit order
+    and the reading are the sweep's own (:class:`SweepPlan`, :func:`curve_points`)."""
 
     name: str
     dwell: int
     discard: int
     paired: bool = False
 
+    def plan(self, passes: int) -> SweepPlan:
+        return SweepPlan(
+            knob="thread_pool_size",
+            values=GRID,
+            dwell_s=float(self.dwell),
+            repeats=passes,
+            sample_period_s=1.0,
+            discard_samples=self.discard,
+            reference=DEFAULT if self.paired else None,
+        )
+
     def seconds(self, passes: int) -> int:
-        visits = passes * 2 * (SIZES - 1) + 1 if self.paired else passes * SIZES
-        return visits * self.dwell
+        return round(self.plan(passes).expected_duration_s)
 
     def passes_within(self, budget_s: float) -> int:
         return max(1, int(budget_s // self.seconds(1)))
 
     def estimates(self, series: np.ndarray, passes: int, start: int) -> list[float]:
-        """log(mean of size / mean of the default) for every other size, the design laid
+        """log(size / default) as the sweep reads it, for every other size, the design laid
         over ``series`` from ``start`` (every size is the same server: the truth is 0)."""
-        order = [s for s in range(SIZES) if not (self.paired and s == DEFAULT_INDEX)]
-        visits: list[int] = []
-        for number in range(passes):
-            for size in order if number % 2 == 0 else order[::-1]:
-                visits += [DEFAULT_INDEX, size] if self.paired else [size]
-        if self.paired:
-            visits.append(DEFAULT_INDEX)
-        means = []
-        for index, size in enumerate(visits):
-            begin = start + index * self.dwell
-            means.append((size, float(series[begin + self.discard : begin + self.dwell].mean())))
-        if self.paired:
-            ratios: dict[int, list[float]] = {}
-            for index, (size, mean) in enumerate(means):
-                if size != DEFAULT_INDEX:
-                    beside = (means[index - 1][1] + means[index + 1][1]) / 2
-                    ratios.setdefault(size, []).append(mean / beside)
-            return [math.log(statistics.fmean(r)) for r in ratios.values()]
-        per_size: dict[int, list[float]] = {}
-        for size, mean in means:
-            per_size.setdefault(size, []).append(mean)
-        default = statistics.fmean(per_size[DEFAULT_INDEX])
-        return [
-            math.log(statistics.fmean(v) / default)
-            for size, v in per_size.items()
-            if size != DEFAULT_INDEX
+        plan = self.plan(passes)
+        samples = [
+            SweepSample(
+                value=value,
+                repeat=repeat,
+                index=index,
+                t_s=float(at + 1),
+                duration_s=1.0,
+                throughput=float(series[at]),
+                latency_ms=None,
+                discarded=index < self.discard,
+                visit=visit,
+            )
+            for visit, (repeat, value) in enumerate(plan.visits)
+            for index, at in enumerate(
+                range(start + visit * self.dwell, start + (visit + 1) * self.dwell)
+            )
         ]
+        points = {p.value: p for p in curve_points(GRID, samples, reference=plan.reference)}
+        default = points[DEFAULT].mean
+        return [math.log(p.mean / default) for v, p in points.items() if v != DEFAULT]
 
 
 DESIGNS = (
@@ -166,7 +172,7 @@ def report(name: str, series: ArrayLike, other_cpu: float | None) -> str:
 def hold(workloads: Sequence[str], seconds: float) -> dict[str, dict[str, object]]:
     """Hold the default pool size under each workload on a lab MariaDB; the 1-s samples."""
     from agents import knobs
-    from agents.sweep import Sweeper, SweepPlan
+    from agents.sweep import Sweeper
     from lab.sysbench import LOCK_ERRORS, SysbenchLoad
     from scripts.mariadb_dataset import catalog_v2
     from scripts.mariadb_dataset.cases import SIZE
