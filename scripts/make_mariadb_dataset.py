@@ -1,4 +1,4 @@
-"""Measure ``datasets/mariadb-<cores>core-<v1|v2|v3>/``: real pool-size sweeps under sysbench.
+"""Measure ``datasets/mariadb-<cores>core-<v1|v2|v3|v4>/``: real pool-size sweeps under sysbench.
 
 Starts private MariaDB servers (lab/), runs each case's sysbench load while the agent's
 sweep engine measures the pool size, and stores every case the moment it ends under
@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     known: Catalog = args.catalog
     host = host_facts()
     name = known.dataset_name(int(host["cpu_count"]))
-    timing = QUICK_TIMING if args.quick else known.timing
+    # A smoke run of a paired catalog pairs its short sweeps too.
+    timing = replace(QUICK_TIMING, paired=known.timing.paired) if args.quick else known.timing
     out = output_dir(args, name)
     records = read_records(out)
     for difference in noted_differences(records.values(), host):

@@ -57,9 +57,25 @@ def visit_regrets(
     return np.array(chosen, dtype=np.float64), np.array(default, dtype=np.float64)
 
 
+#: Visits are pooled into at most this many interleaved folds before one is held out.
+FOLDS = 3
+
+
+def fold_means(visits: NDArray[np.float64], folds: int = FOLDS) -> NDArray[np.float64]:
+    """``visits`` (sizes × visits) pooled into at most ``folds`` interleaved folds (visit j
+    into fold j mod ``folds``), each column a fold's mean. A sweep of three visits is left as
+    it is; a paired sweep of twenty 1-s visits is scored on thirds of its run, since one such
+    visit alone is far noisier than the label the sweep gives (docs/datasets.md, "v4")."""
+    count = visits.shape[1]
+    if count <= folds:
+        return visits
+    return np.stack([visits[:, f::folds].mean(axis=1) for f in range(folds)], axis=1)
+
+
 def _visit_matrices(dataset: Dataset) -> Iterator[tuple[str, NDArray[np.float64], int | None]]:
     """Per case with at least two visits per pool size: its id, its visit means (sizes ×
-    visits, sizes ascending) and the row of the engine default (None if not in the grid)."""
+    visits, sizes ascending; :func:`fold_means` of them) and the row of the engine default
+    (None if not in the grid)."""
     workloads = dataset.workloads.set_index(dataset.workloads["workload_id"].astype(str))
     for workload_id, rows in dataset.curves.groupby("workload_id", sort=False):
         row = workloads.loc[str(workload_id)]
@@ -74,7 +90,7 @@ def _visit_matrices(dataset: Dataset) -> Iterator[tuple[str, NDArray[np.float64]
             continue
         default_size = knobs.knob(engine, size_knob).default_for(int(row["cpu_count"]))
         where = np.flatnonzero(sizes["value"].to_numpy() == default_size)
-        matrix = np.array([v[:count] for v in per_size], dtype=np.float64)
+        matrix = fold_means(np.array([v[:count] for v in per_size], dtype=np.float64))
         yield str(workload_id), matrix, int(where[0]) if where.size else None
 
 

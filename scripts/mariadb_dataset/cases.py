@@ -1,16 +1,18 @@
 """What a MariaDB dataset measures: the servers, the sysbench workloads, the cases
 (workload × clients), how long each measurement takes, and how a catalog's cases are
-selected. The catalogs themselves are ``catalog_v1.py``, ``catalog_v2.py`` and ``catalog_v3.py``."""
+selected. The catalogs themselves are ``catalog_v1.py`` to ``catalog_v4.py``."""
 
 from __future__ import annotations
 
 import fnmatch
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents import knobs
 from agents.profile import ThroughputMetric
 from lab.mariadb import SYNC_TIMING_ARGS
 
@@ -138,15 +140,26 @@ class Timing:
     size_grid: tuple[int, ...]
     oversubscribe_grid: tuple[int, ...]
     stall_grid: tuple[int, ...]
+    #: Pool-size sweeps are paired: the engine default (the host's cores) is visited
+    #: before and after every other size (agents/sweep/plan.py, ``reference``).
+    paired: bool = False
 
     def sizes(self, case: Case) -> tuple[int, ...]:
-        """The pool sizes ``case`` measures: the grid plus the case's extra sizes."""
-        return tuple(sorted(set(self.size_grid) | set(case.extra_sizes)))
+        """The pool sizes ``case`` measures: the grid plus the case's extra sizes (and,
+        paired, the reference)."""
+        extra = {paired_reference()} if self.paired else set()
+        return tuple(sorted(set(self.size_grid) | set(case.extra_sizes) | extra))
+
+    def size_visits(self, case: Case) -> int:
+        """Visits of the pool-size sweep: the grid ``repeats`` times, and paired, the
+        reference before every other size and once at the end."""
+        count = len(self.sizes(case))
+        return self.repeats * (2 * (count - 1)) + 1 if self.paired else self.repeats * count
 
     def case_seconds(self, case: Case) -> float:
         """Expected seconds of measuring (warm-up, baseline, sweeps), without the setup."""
         per_visit = self.dwell_s + 0.3
-        total = self.warmup_s + self.baseline_s + per_visit * len(self.sizes(case)) * self.repeats
+        total = self.warmup_s + self.baseline_s + per_visit * self.size_visits(case)
         if case.secondary:
             total += (
                 per_visit
@@ -162,7 +175,12 @@ class Timing:
         return math.ceil(1.5 * self.case_seconds(case) + 60)
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        """The timing as stored with every case; ``paired`` only when set, so that the
+        cases measured before paired sweeps existed keep their definition."""
+        stored = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        if not self.paired:
+            del stored["paired"]
+        return stored
 
 
 FULL_TIMING = Timing(
@@ -189,6 +207,11 @@ QUICK_TIMING = Timing(
     oversubscribe_grid=(1, 3),
     stall_grid=(100, 500),
 )
+
+
+def paired_reference() -> int:
+    """The reference of a paired sweep: the engine default pool size on this host."""
+    return knobs.knob(knobs.Engine.MARIADB, SIZE).default_for(os.cpu_count() or 1)
 
 
 def case_definition(case: Case, timing: Timing) -> dict[str, Any]:

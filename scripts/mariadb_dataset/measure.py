@@ -28,6 +28,7 @@ from scripts.mariadb_dataset.cases import (
     TUNED,
     Case,
     Timing,
+    paired_reference,
 )
 
 logger = logging.getLogger("make_mariadb_dataset")
@@ -128,7 +129,13 @@ def measure_case(
         if process.poll() is not None:
             raise RuntimeError(f"sysbench exited early ({process.returncode}); see {log_path}")
 
-        def sweep(knob: str, grid: tuple[int, ...], repeats: int, baseline: float) -> SweepResult:
+        def sweep(
+            knob: str,
+            grid: tuple[int, ...],
+            repeats: int,
+            baseline: float,
+            reference: int | None = None,
+        ) -> SweepResult:
             plan = SweepPlan(
                 knob=knob,
                 values=grid,
@@ -140,6 +147,7 @@ def measure_case(
                 baseline_s=baseline,
                 load_pids=(process.pid,),
                 seed=zlib.crc32(case.workload_id.encode()) & 0xFFFF,
+                reference=reference,
             )
             sweeper = Sweeper(
                 target=server.target,
@@ -150,7 +158,8 @@ def measure_case(
             )
             return sweeper.run()
 
-        size = sweep(SIZE, timing.sizes(case), timing.repeats, timing.baseline_s)
+        reference = paired_reference() if timing.paired else None
+        size = sweep(SIZE, timing.sizes(case), timing.repeats, timing.baseline_s, reference)
         secondary: dict[str, SweepResult] = {}
         if case.secondary:
             secondary[OVERSUBSCRIBE] = sweep(

@@ -18,6 +18,7 @@ from scripts.mariadb_dataset.cases import (
     STALL_GRID,
     Case,
     Timing,
+    paired_reference,
     select_cases,
 )
 from scripts.mariadb_dataset.catalog_v3 import LONG_TIMING
@@ -193,3 +194,25 @@ def test_the_load_outlasts_a_sweep_slower_than_its_estimate() -> None:
     # first fails the case.
     for case in catalog("v3").cases():
         assert LONG_TIMING.load_seconds(case) >= 448 / 383 * LONG_TIMING.case_seconds(case)
+
+
+def test_v4_pairs_v2s_pool_size_sweeps_in_short_visits_one_workload_after_another() -> None:
+    v4 = catalog("v4")
+    cases = v4.cases()
+    assert sorted(c.workload_id for c in cases) == sorted(c.workload_id for c in V2.cases())
+    workloads = {c.workload.name for c in cases}
+    # A chunk from the start spreads over every workload before any repeats one.
+    assert len({c.workload.name for c in cases[: len(workloads)]}) == len(workloads)
+    assert not any(c.secondary for c in cases)
+    timing = v4.timing
+    assert timing.paired and not FULL_TIMING.paired
+    # The other catalogs' stored cases keep their definition (no ``paired`` key).
+    assert "paired" not in FULL_TIMING.as_dict() and timing.as_dict()["paired"] is True
+    case = cases[0]
+    sizes = timing.sizes(case)
+    assert paired_reference() in sizes  # the reference: the engine default of the host
+    assert timing.size_visits(case) == timing.repeats * 2 * (len(sizes) - 1) + 1
+    # 2-s visits, one 1-s sample kept of each, 20 of every size: about 12 minutes a case.
+    assert timing.dwell_s / timing.sample_period_s - timing.discard_samples == 1
+    assert timing.repeats == 20
+    assert 10 * 60 < timing.case_seconds(case) < 15 * 60
