@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import tempfile
 import threading
@@ -171,11 +170,10 @@ def report(name: str, series: ArrayLike, other_cpu: float | None) -> str:
 
 def hold(workloads: Sequence[str], seconds: float) -> dict[str, dict[str, object]]:
     """Hold the default pool size under each workload on a lab MariaDB; the 1-s samples."""
-    from agents import knobs
     from agents.sweep import Sweeper
     from lab.sysbench import LOCK_ERRORS, SysbenchLoad
     from scripts.mariadb_dataset import catalog_v2
-    from scripts.mariadb_dataset.cases import SIZE
+    from scripts.mariadb_dataset.cases import paired_reference
     from scripts.mariadb_dataset.measure import DatasetServer, start_server
 
     servers: dict[str, DatasetServer] = {}
@@ -206,9 +204,7 @@ def hold(workloads: Sequence[str], seconds: float) -> dict[str, dict[str, object
                 threading.Event().wait(5.0)
                 plan = SweepPlan(
                     knob="thread_pool_size",
-                    values=(
-                        knobs.knob(knobs.Engine.MARIADB, SIZE).default_for(os.cpu_count() or 1),
-                    ),
+                    values=(paired_reference(),),
                     dwell_s=seconds,
                     repeats=1,
                     sample_period_s=1.0,

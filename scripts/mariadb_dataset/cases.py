@@ -14,6 +14,7 @@ from typing import Any
 
 from agents import knobs
 from agents.profile import ThroughputMetric
+from agents.sweep import SweepPlan
 from lab.mariadb import SYNC_TIMING_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,8 +154,16 @@ class Timing:
     def size_visits(self, case: Case) -> int:
         """Visits of the pool-size sweep: the grid ``repeats`` times, and paired, the
         reference before every other size and once at the end."""
-        count = len(self.sizes(case))
-        return self.repeats * (2 * (count - 1)) + 1 if self.paired else self.repeats * count
+        plan = SweepPlan(
+            knob=SIZE,
+            values=self.sizes(case),
+            dwell_s=self.dwell_s,
+            repeats=self.repeats,
+            sample_period_s=self.sample_period_s,
+            discard_samples=self.discard_samples,
+            reference=paired_reference() if self.paired else None,
+        )
+        return len(plan.visits)
 
     def case_seconds(self, case: Case) -> float:
         """Expected seconds of measuring (warm-up, baseline, sweeps), without the setup."""
