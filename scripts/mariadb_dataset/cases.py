@@ -151,19 +151,28 @@ class Timing:
         extra = {paired_reference()} if self.paired else set()
         return tuple(sorted(set(self.size_grid) | set(case.extra_sizes) | extra))
 
-    def size_visits(self, case: Case) -> int:
-        """Visits of the pool-size sweep: the grid ``repeats`` times, and paired, the
-        reference before every other size and once at the end."""
-        plan = SweepPlan(
-            knob=SIZE,
-            values=self.sizes(case),
+    def plan(self, knob: str, values: tuple[int, ...], repeats: int, **run: Any) -> SweepPlan:
+        """A sweep of ``knob`` over ``values`` at this timing; ``run`` adds what only a
+        live run knows (metric, load pids, seed, baseline, reference)."""
+        return SweepPlan(
+            knob=knob,
+            values=values,
             dwell_s=self.dwell_s,
-            repeats=self.repeats,
+            repeats=repeats,
             sample_period_s=self.sample_period_s,
             discard_samples=self.discard_samples,
-            reference=paired_reference() if self.paired else None,
+            **run,
         )
-        return len(plan.visits)
+
+    def size_plan(self, case: Case, **run: Any) -> SweepPlan:
+        """The pool-size sweep of ``case``: the grid ``repeats`` times and, paired, the
+        reference before every other size and once at the end."""
+        reference = paired_reference() if self.paired else None
+        return self.plan(SIZE, self.sizes(case), self.repeats, reference=reference, **run)
+
+    def size_visits(self, case: Case) -> int:
+        """Visits of the pool-size sweep."""
+        return len(self.size_plan(case).visits)
 
     def case_seconds(self, case: Case) -> float:
         """Expected seconds of measuring (warm-up, baseline, sweeps), without the setup."""

@@ -10,6 +10,7 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from agents.config import TargetSection
 from agents.state import OriginalTupleFile
@@ -23,12 +24,10 @@ from scripts.mariadb_dataset.cases import (
     OVERSUBSCRIBE,
     REPO,
     SERVER_OPTIONS,
-    SIZE,
     STALL,
     TUNED,
     Case,
     Timing,
-    paired_reference,
 )
 
 logger = logging.getLogger("make_mariadb_dataset")
@@ -129,43 +128,30 @@ def measure_case(
         if process.poll() is not None:
             raise RuntimeError(f"sysbench exited early ({process.returncode}); see {log_path}")
 
-        def sweep(
-            knob: str,
-            grid: tuple[int, ...],
-            repeats: int,
-            baseline: float,
-            reference: int | None = None,
-        ) -> SweepResult:
-            plan = SweepPlan(
-                knob=knob,
-                values=grid,
-                dwell_s=timing.dwell_s,
-                repeats=repeats,
-                sample_period_s=timing.sample_period_s,
-                discard_samples=timing.discard_samples,
-                metric=workload.metric,
-                baseline_s=baseline,
-                load_pids=(process.pid,),
-                seed=zlib.crc32(case.workload_id.encode()) & 0xFFFF,
-                reference=reference,
-            )
+        run: dict[str, Any] = {
+            "metric": workload.metric,
+            "load_pids": (process.pid,),
+            "seed": zlib.crc32(case.workload_id.encode()) & 0xFFFF,
+        }
+
+        def sweep(plan: SweepPlan) -> SweepResult:
             sweeper = Sweeper(
                 target=server.target,
                 plan=plan,
                 state=server.state,
                 stop=stop,
-                on_progress=progress_logger(logger, f"{case.workload_id} {knob}"),
+                on_progress=progress_logger(logger, f"{case.workload_id} {plan.knob}"),
             )
             return sweeper.run()
 
-        reference = paired_reference() if timing.paired else None
-        size = sweep(SIZE, timing.sizes(case), timing.repeats, timing.baseline_s, reference)
+        size = sweep(timing.size_plan(case, baseline_s=timing.baseline_s, **run))
         secondary: dict[str, SweepResult] = {}
         if case.secondary:
-            secondary[OVERSUBSCRIBE] = sweep(
-                OVERSUBSCRIBE, timing.oversubscribe_grid, timing.secondary_repeats, 0.0
-            )
-            secondary[STALL] = sweep(STALL, timing.stall_grid, timing.secondary_repeats, 0.0)
+            for knob, grid in (
+                (OVERSUBSCRIBE, timing.oversubscribe_grid),
+                (STALL, timing.stall_grid),
+            ):
+                secondary[knob] = sweep(timing.plan(knob, grid, timing.secondary_repeats, **run))
         sysbench_ok = process.poll() is None
         if not sysbench_ok:
             logger.warning("%s: sysbench ended before the sweep did", case.workload_id)
