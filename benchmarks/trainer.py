@@ -14,7 +14,8 @@ then the real leave-one-workload-out figures (each real workload group answered 
 trained on everything else) and what the real sweeps resolve themselves
 (trainer.repeatability); the coverage of ranges and predicted gains against nominal; how much
 wider ranges get outside the training ranges; the milliseconds per recommendation of a loaded
-model. ``--compare`` refits with other real weightings on the same search (same
+model. ``--per-case`` adds each real case's best size and each predictor's size and regret
+in its fold. ``--compare`` refits with other real weightings on the same search (same
 recipe) and prints their real and simulated figures. The last lines are the done-when checks
 of issues 16 and 20 that the trainer can measure. "lightgbm (no sync)" is the same model on
 the same workloads with the synchronisation time unknown (a server without performance_schema).
@@ -75,6 +76,22 @@ def table(scores: Mapping[str, Score]) -> None:
             f"{(ratio.median if ratio else float('nan')):14.2f} "
             f"{(ratio.p90 if ratio else float('nan')):6.2f}"
         )
+
+
+def per_case(real: RealScore, names: Sequence[str] = ("lightgbm", "default", "nearest")) -> None:
+    """Each real case's best size, and each predictor's size and regret in its fold, the
+    case the model misses most first: which cases carry the mean, and by how much."""
+    names = [n for n in names if n in real.scores]
+    model = real.scores[names[0]]
+    if len(model.regrets) != len(real.cases):
+        print("  (some real cases have no curve: no per-case table)")
+        return
+    print(f"{'case':<40} {'best':>5} " + " ".join(f"{n[:12]:>12} {'regret':>7}" for n in names))
+    for i in np.argsort(-model.regrets, kind="stable"):
+        cells = " ".join(
+            f"{real.scores[n].predicted[i]:12.0f} {real.scores[n].regrets[i]:7.3f}" for n in names
+        )
+        print(f"{real.cases[i].split(':')[-1]:<40} {model.best[i]:5.0f} {cells}")
 
 
 def parse_weighting(text: str) -> DomainWeighting:
@@ -301,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--compare", default="finetune", help="other weightings to refit, e.g. finetune,weights:1"
     )
     parser.add_argument("--sim-limit", type=int, default=None, help="use N simulated workloads")
+    parser.add_argument(
+        "--per-case", action="store_true", help="print each real case's sizes and regrets"
+    )
     args = parser.parse_args(argv)
 
     simulated = load(args.sim)[: args.sim_limit] if args.sim else []
@@ -353,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "training groups and the other real workloads):"
         )
         table(real.scores)
+        if args.per_case:
+            per_case(real)
         sweep_repeatability(real_names)
     print(f"\nranges (coverage of the best pool size; nominal {model.nominal_coverage:.2f}):")
     if "lightgbm" in scores:

@@ -27,6 +27,8 @@ class RealScore:
     gain: GainScore | None
     groups: int
     out_of_distribution: float
+    #: Each scored case's origin, in the order of every score's ``predicted`` and ``regrets``.
+    cases: tuple[str, ...] = ()
 
     def within(self, name: str) -> float:
         values = self.scores[name].regrets
@@ -108,6 +110,7 @@ def score_real(
         gain=gain,
         groups=int(np.unique(groups).size),
         out_of_distribution=float(np.mean(records.out_of_distribution)),
+        cases=tuple(e.origin for e in records.examples),
     )
 
 

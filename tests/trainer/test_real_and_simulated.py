@@ -14,7 +14,7 @@ from trainer.examples import Example, holdout_split
 from trainer.fit import Recipe, base_params
 from trainer.model import fit_uncalibrated
 from trainer.pipeline import promotion_gate, real_verdict, train
-from trainer.regret import Curve
+from trainer.regret import Curve, regrets
 from trainer.search import SearchConfig
 from trainer.uncertainty import held_out
 from trainer.weighting import DomainWeighting, sample_weights
@@ -93,6 +93,13 @@ def test_the_gate_refuses_a_model_worse_than_the_default_on_real_workloads() -> 
     assert outcome.real is not None
     real_regret = outcome.real.scores["lightgbm"].regret.mean
     assert outcome.real.scores["default"].regret.mean == 0.0 < real_regret
+    by_origin = {e.origin: e for e in real}
+    assert sorted(outcome.real.cases) == sorted(by_origin)
+    model = outcome.real.scores["lightgbm"]
+    rows = zip(outcome.real.cases, model.predicted, model.regrets, strict=True)
+    for origin, size, regret in rows:
+        curve = by_origin[origin].curve
+        assert curve is not None and regrets([curve], [size])[0] == pytest.approx(regret)
     heldout = outcome.metrics["heldout"][REAL]
     assert heldout["regret"] == real_regret and heldout["default_regret"] == 0.0
     assert outcome.metrics["heldout"]["simulated"]["count"] > 0
