@@ -127,15 +127,28 @@ def within_noise(point: Point, reference: Point, *, z: float = NOISE_Z) -> bool:
     return reference.mean - point.mean <= z * math.hypot(sem_a, sem_b)
 
 
-def smallest_within_noise(points: Sequence[Point], *, z: float = NOISE_Z) -> int | None:
+#: A value ties with the best only if its mean also loses at most this share of the best's
+#: (the "within 5% of the best" every score uses).
+TIE_LOSS = 0.05
+
+
+def smallest_within_noise(
+    points: Sequence[Point], *, z: float = NOISE_Z, tie_loss: float = TIE_LOSS
+) -> int | None:
     """The smallest value whose mean is within the noise of the best mean (see
-    :func:`within_noise`). On a flat top this prefers the cheaper value rather than the
-    one the noise happened to favour."""
+    :func:`within_noise`) and loses at most ``tie_loss`` of it. On a flat top this prefers
+    the cheaper value rather than the one the noise happened to favour; the loss bound keeps
+    a heavy-tailed best (a server that stalls for seconds: standard errors as large as the
+    mean) from tying with a size that measured a tenth of it."""
     measured = [p for p in points if p.count]
     if not measured:
         return None
     best = max(measured, key=lambda p: (p.mean, -p.value))
-    return min(p.value for p in measured if within_noise(p, best, z=z))
+    return min(
+        p.value
+        for p in measured
+        if within_noise(p, best, z=z) and p.mean >= (1.0 - tie_loss) * best.mean
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -471,6 +471,19 @@ def test_smallest_within_noise_uses_the_standard_error() -> None:
     assert smallest_within_noise(tight) == 8
 
 
+def test_a_heavy_tailed_best_does_not_tie_with_a_size_that_lost_most_of_it() -> None:
+    """A server that stalls for seconds: the best size's samples run from 50 to 9000, so its
+    standard error ties it with a size that measured a tenth of its mean; within 5 % of it
+    still ties."""
+    stalls = (50.0, 60.0, 9000.0, 80.0, 5000.0, 70.0)
+    points = [Point(1, (200.0, 210.0, 190.0, 205.0)), Point(6, stalls)]
+    assert within_noise(points[0], points[1])
+    assert smallest_within_noise(points) == 6
+    near = [Point(4, tuple(0.96 * v for v in stalls)), Point(6, stalls)]
+    assert smallest_within_noise(near) == 4
+    assert smallest_within_noise(points, tie_loss=1.0) == 1
+
+
 # -- output -----------------------------------------------------------------------------
 
 
