@@ -11,12 +11,14 @@ from typing import Any
 import numpy as np
 
 from agents import knobs
+from agents.sweep import TIE_LOSS
 from service.recommendations.intervals import Calibration, gain_interval, served_range
 from trainer.evaluation import GainScore, Score, gain_score, score_sizes
 from trainer.uncertainty import MIN_REAL_CALIBRATION, HeldOut, calibrate_gain, calibrate_knob
 
-#: Within this regret a prediction counts as "at the best" (the noise of a real curve).
-NEAR_BEST = 0.05
+#: Within this regret a prediction counts as "at the best": the loss within which a sweep
+#: ties a size with its best.
+NEAR_BEST = TIE_LOSS
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 from agents.sweep.curve import (
     KNEE_SHARE,
     NOISE_Z,
+    TIE_LOSS,
     Point,
     SweepResult,
     SweepSample,
@@ -62,6 +63,7 @@ __all__ = [
     "noise_level",
     "run_sweep",
     "samples_csv_path",
+    "TIE_LOSS",
     "smallest_within_noise",
     "visit_order",
     "within_noise",

@@ -127,19 +127,20 @@ def within_noise(point: Point, reference: Point, *, z: float = NOISE_Z) -> bool:
     return reference.mean - point.mean <= z * math.hypot(sem_a, sem_b)
 
 
-#: A value ties with the best only if its mean also loses at most this share of the best's
-#: (the "within 5% of the best" every score uses).
-TIE_LOSS = 0.05
+#: A value ties with the best only if its mean also loses at most this share of the best's:
+#: the knee's 95%, and the "within 5% of the best" the trainer scores with.
+TIE_LOSS = 1.0 - KNEE_SHARE
 
 
 def smallest_within_noise(
     points: Sequence[Point], *, z: float = NOISE_Z, tie_loss: float = TIE_LOSS
 ) -> int | None:
     """The smallest value whose mean is within the noise of the best mean (see
-    :func:`within_noise`) and loses at most ``tie_loss`` of it. On a flat top this prefers
-    the cheaper value rather than the one the noise happened to favour; the loss bound keeps
-    a heavy-tailed best (a server that stalls for seconds: standard errors as large as the
-    mean) from tying with a size that measured a tenth of it."""
+    :func:`within_noise`) and loses at most ``tie_loss`` of it (so never below the knee). On
+    a flat top this prefers the cheaper value rather than the one the noise happened to
+    favour; the loss bound keeps a heavy-tailed best (a server that stalls for seconds:
+    standard errors as large as the mean) from tying with a size that measured a tenth of
+    it."""
     measured = [p for p in points if p.count]
     if not measured:
         return None
