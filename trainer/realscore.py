@@ -14,6 +14,8 @@ from agents import knobs
 from agents.sweep import TIE_LOSS
 from service.recommendations.intervals import Calibration, gain_interval, served_range
 from trainer.evaluation import GainScore, Score, gain_score, score_sizes
+from trainer.examples import workload_of
+from trainer.paired import RegretComparison, regret_ratio
 from trainer.uncertainty import MIN_REAL_CALIBRATION, HeldOut, calibrate_gain, calibrate_knob
 
 #: Within this regret a prediction counts as "at the best": the loss within which a sweep
@@ -31,10 +33,21 @@ class RealScore:
     out_of_distribution: float
     #: Each scored case's origin, in the order of every score's ``predicted`` and ``regrets``.
     cases: tuple[str, ...] = ()
+    #: The workload of each case with a curve, in the order of every score's ``regrets``:
+    #: what :meth:`versus` draws whole.
+    workloads: tuple[str, ...] = ()
 
     def within(self, name: str) -> float:
         values = self.scores[name].regrets
         return float(np.mean(values <= NEAR_BEST)) if values.size else float("nan")
+
+    def versus(self, a: str, b: str) -> RegretComparison | None:
+        """``a``'s mean regret against ``b``'s on the same cases, with bootstrap intervals
+        over whole workloads (:mod:`trainer.paired`); None without regrets to compare."""
+        left, right = self.scores[a].regrets, self.scores[b].regrets
+        if not left.size or left.size != right.size or left.size != len(self.workloads):
+            return None
+        return regret_ratio(left, right, list(self.workloads), names=(a, b))
 
     def as_dict(self) -> dict[str, Any]:
         """The registry's ``metrics["heldout"]["real"]``."""
@@ -54,6 +67,8 @@ class RealScore:
             if name != "lightgbm":
                 out[f"{name}_regret"] = score.regret.mean
                 out[f"{name}_within_5pct"] = self.within(name)
+        comparisons = [self.versus("lightgbm", name) for name in self.scores if name != "lightgbm"]
+        out["paired"] = {c.b: c.as_dict() for c in comparisons if c is not None}
         return out
 
 
@@ -113,6 +128,7 @@ def score_real(
         groups=int(np.unique(groups).size),
         out_of_distribution=float(np.mean(records.out_of_distribution)),
         cases=tuple(e.origin for e in records.examples),
+        workloads=tuple(workload_of(e.group) for e in records.examples if e.curve is not None),
     )
 
 

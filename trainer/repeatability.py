@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from agents import knobs
 from trainer.calibration.realcases import stored_floats
+from trainer.paired import RegretComparison, regret_ratio
 from trainer.realscore import NEAR_BEST
 from trainer.sources.datasets import Dataset
 
@@ -33,6 +34,9 @@ class Repeatability:
     default: float
     chosen_within: float
     default_within: float
+    #: The chosen size against the default on the same held-out visits, with intervals over
+    #: whole workloads (:mod:`trainer.paired`): how low a ratio these sweeps can show.
+    paired: RegretComparison | None = None
 
     @property
     def ratio(self) -> float:
@@ -72,10 +76,12 @@ def fold_means(visits: NDArray[np.float64], folds: int = FOLDS) -> NDArray[np.fl
     return np.stack([visits[:, f::folds].mean(axis=1) for f in range(folds)], axis=1)
 
 
-def _visit_matrices(dataset: Dataset) -> Iterator[tuple[str, NDArray[np.float64], int | None]]:
-    """Per case with at least two visits per pool size: its id, its visit means (sizes ×
-    visits, sizes ascending; :func:`fold_means` of them) and the row of the engine default
-    (None if not in the grid)."""
+def _visit_matrices(
+    dataset: Dataset,
+) -> Iterator[tuple[str, str, NDArray[np.float64], int | None]]:
+    """Per case with at least two visits per pool size: its id, its workload group, its
+    visit means (sizes × visits, sizes ascending; :func:`fold_means` of them) and the row of
+    the engine default (None if not in the grid)."""
     workloads = dataset.workloads.set_index(dataset.workloads["workload_id"].astype(str))
     for workload_id, rows in dataset.curves.groupby("workload_id", sort=False):
         row = workloads.loc[str(workload_id)]
@@ -91,7 +97,8 @@ def _visit_matrices(dataset: Dataset) -> Iterator[tuple[str, NDArray[np.float64]
         default_size = knobs.knob(engine, size_knob).default_for(int(row["cpu_count"]))
         where = np.flatnonzero(sizes["value"].to_numpy() == default_size)
         matrix = fold_means(np.array([v[:count] for v in per_size], dtype=np.float64))
-        yield str(workload_id), matrix, int(where[0]) if where.size else None
+        group = str(row["group"]) if "group" in row.index else str(workload_id)
+        yield str(workload_id), group, matrix, int(where[0]) if where.size else None
 
 
 def repeatability(dataset: Dataset) -> Repeatability | None:
@@ -99,15 +106,22 @@ def repeatability(dataset: Dataset) -> Repeatability | None:
     default and which has at least two visits per size; None when no case does."""
     chosen: list[NDArray[np.float64]] = []
     default: list[NDArray[np.float64]] = []
-    for _workload_id, matrix, default_index in _visit_matrices(dataset):
+    groups: list[str] = []
+    for _workload_id, group, matrix, default_index in _visit_matrices(dataset):
         if default_index is None:
             continue
         a, b = visit_regrets(matrix, default_index)
         chosen.append(a)
         default.append(b)
+        groups.extend([group] * a.size)
     if not chosen:
         return None
     every_chosen, every_default = np.concatenate(chosen), np.concatenate(default)
+    paired = (
+        regret_ratio(every_chosen, every_default, groups, names=("other visits", "default"))
+        if every_chosen.size
+        else None
+    )
     return Repeatability(
         dataset=dataset.name,
         cases=len(chosen),
@@ -116,6 +130,7 @@ def repeatability(dataset: Dataset) -> Repeatability | None:
         default=float(every_default.mean()),
         chosen_within=float(np.mean(every_chosen <= NEAR_BEST)),
         default_within=float(np.mean(every_default <= NEAR_BEST)),
+        paired=paired,
     )
 
 
@@ -138,7 +153,7 @@ def time_dominated_cases(dataset: Dataset) -> tuple[list[str], int]:
     """The cases of ``dataset`` whose sweep is :func:`time_dominated`, and how many cases
     have at least two visits per size."""
     found, total = [], 0
-    for workload_id, matrix, _default in _visit_matrices(dataset):
+    for workload_id, _group, matrix, _default in _visit_matrices(dataset):
         total += 1
         if time_dominated(matrix):
             found.append(workload_id)

@@ -3,6 +3,7 @@ leave-one-workload-out evaluation and the promotion gate it feeds."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -103,6 +104,12 @@ def test_the_gate_refuses_a_model_worse_than_the_default_on_real_workloads() -> 
     heldout = outcome.metrics["heldout"][REAL]
     assert heldout["regret"] == real_regret and heldout["default_regret"] == 0.0
     assert outcome.metrics["heldout"]["simulated"]["count"] > 0
+    # The paired comparison over whole workloads: the default never regrets, so the ratio
+    # is undefined (None for the registry) and the model can only be worse or tied.
+    versus = heldout["paired"]["default"]
+    assert versus["ratio"] is None and versus["difference"] == pytest.approx(real_regret)
+    assert versus["verdict"] in {"worse", "tied"} and versus["groups"] == outcome.real.groups
+    json.dumps(outcome.metrics, allow_nan=False)
 
     refused = promotion_gate(
         outcome.model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from trainer.repeatability import (
     fold_means,
@@ -65,6 +66,12 @@ def test_the_bundled_sweeps_pgbouncer_resolves_its_best_and_mariadb_v1_does_not(
     assert pgbouncer.ratio < 0.25
     assert pgbouncer.chosen_within > pgbouncer.default_within
     assert mariadb.cases == 19 and mariadb.ratio > 0.8
+    # Drawn by whole workloads: PgBouncer's sweeps show their best beats the default beyond
+    # doubt; v1's cannot tell the two apart.
+    assert pgbouncer.paired is not None and mariadb.paired is not None
+    assert pgbouncer.paired.verdict == "better" and pgbouncer.paired.ratio_high < 0.5
+    assert pgbouncer.paired.ratio == pytest.approx(pgbouncer.ratio)
+    assert mariadb.paired.verdict == "tied"
 
 
 def test_a_shaped_curve_is_not_time_dominated_a_server_switching_levels_is() -> None:
