@@ -23,6 +23,10 @@ vocabulary"):
   pool rule's ceiling); "cores" is then the engine default 20. Scored on lines of its own
   with issue 18's bars (≥ 0.95 of the best where the sweep differs, ≤ 2× the smallest tied
   size where it is flat, safety from the default ≥ 0.8), not in issue 15's checks.
+- ``real-v4``: the finished cases of datasets/mariadb-2core-v4 (paired 2-s visits, twenty
+  per size, read from their case folders while the dataset is measured) replayed the same
+  way, the drift moving at the sweep's own pass length; checked with the real family's bars
+  on lines of their own, outside issue 15's per-family checks.
 - The noise is a function of the scenario's seed and the sample index only: every climber
   sees the same sequence.
 - Scores use the noise-free throughput of the tuple in force relative to the best of the

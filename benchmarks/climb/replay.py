@@ -1,7 +1,9 @@
 """Replay of the real curves of the measured datasets: MariaDB's (family "real",
-``datasets/mariadb-2core-v1`` and ``mariadb-2core-v2``) and PgBouncer's (family "pgbouncer",
-``pgbouncer-2core-v1``: ``default_pool_size`` in front of PostgreSQL); a case is named
-``<dataset>:<workload id>``, its pool size is its engine's (catalog ``POOL_SIZE_KNOB``).
+``datasets/mariadb-2core-v1`` and ``mariadb-2core-v2``), PgBouncer's (family "pgbouncer",
+``pgbouncer-2core-v1``: ``default_pool_size`` in front of PostgreSQL) and the finished cases
+of ``mariadb-2core-v4`` (family "real-v4", paired 2-s visits, read from the case folders
+while the dataset is being measured); a case is named ``<dataset>:<workload id>``, its pool
+size is its engine's (catalog ``POOL_SIZE_KNOB``).
 
 Every size of a case keeps its kept 1-s samples, three (PgBouncer: four) per visit, visited
 three times minutes apart. The replay of one 2-s sample at pool size ``n``:
@@ -20,6 +22,13 @@ three times minutes apart. The replay of one 2-s sample at pool size ``n``:
 - the truth the run is scored on is each size's mean (drift divided out), interpolated the
   same way; sizes above the largest measured take its samples. The secondary knobs were
   swept at one size in a few cases only, so here they have no effect.
+
+A v4 case visited every size twenty times (a pass), each visit 2 s with the first second
+dropped, the default between every two; a visit is one pass, so its drift is the pass's
+common factor and the replay moves from pass to pass at the pace the sweep did. Every kept
+1-s sample is replayed, those of visits the sweep's label set aside (a stall) too: a stall
+is what the climber meets on such a server. The truth and the labels are the sweep's own,
+read side by side with the default (``case.json``'s points; :func:`agents.sweep.curve_points`).
 """
 
 from __future__ import annotations
@@ -29,18 +38,28 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from agents import knobs
 from agents.knobs import POOL_SIZE_KNOB, Engine
-from benchmarks.climb.scenarios import PGBOUNCER_FAMILY, REAL_FAMILY
-from trainer.sources.datasets import bundled, load_dataset
+from agents.sweep import best_value, smallest_within_noise, within_noise
+from agents.sweep.stored import sweep_from_json
+from benchmarks.climb.scenarios import PAIRED_FAMILY, PGBOUNCER_FAMILY, REAL_FAMILY
+from trainer.sources.datasets import bundled, datasets_dir, load_dataset
 
 #: The measured datasets replayed; one not assembled yet (no manifest) is skipped.
 DATASETS = ("mariadb-2core-v1", "mariadb-2core-v2", "pgbouncer-2core-v1")
+#: Datasets still being measured whose finished cases are replayed from their folders.
+CASE_FOLDERS = ("mariadb-2core-v4",)
 #: Samples per pass of the sweep (9 sizes × (5 s + 2 s dropped) ≈ 64 s of 2-s samples).
 VISIT_SAMPLES = 32
+#: The replayed agent's sample length (s): a pass's pace in samples is its length over it.
+SAMPLE_S = 2.0
+#: The size a MariaDB dataset's "differs beyond the noise" compares with the best.
+DIFFERS_SIZE = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +84,10 @@ class RealCase:
     #: replayed sample shows it, the sweep did not keep it per size.
     lock_waits: float = 0.0
     engine: Engine = Engine.MARIADB
+    #: 2-s samples per visit (a pass of the sweep): how fast the replay's drift moves.
+    visit_samples: int = VISIT_SAMPLES
+    #: The family, where not the engine's (v4's paired cases).
+    replay_family: str = ""
 
     @property
     def knob(self) -> str:
@@ -74,6 +97,8 @@ class RealCase:
     @property
     def family(self) -> str:
         """The benchmark family the case is replayed in."""
+        if self.replay_family:
+            return self.replay_family
         return PGBOUNCER_FAMILY if self.engine is Engine.PGBOUNCER else REAL_FAMILY
 
     def weights(self, size: float) -> tuple[int, int, float]:
@@ -114,6 +139,8 @@ def real_cases() -> dict[str, RealCase]:
     cases: dict[str, RealCase] = {}
     for name in filter(bundled, DATASETS):
         cases.update(_dataset_cases(name))
+    for name in CASE_FOLDERS:
+        cases.update(_folder_cases(name))
     return cases
 
 
@@ -156,6 +183,76 @@ def _dataset_cases(name: str) -> dict[str, RealCase]:
     return cases
 
 
+def _folder_cases(name: str) -> dict[str, RealCase]:
+    """The finished cases (status ``done``) under ``datasets/<name>/cases/``, each from its
+    ``case.json``: the pool size's sweep, every sample, the host and the profile."""
+    cases: dict[str, RealCase] = {}
+    for path in sorted((datasets_dir() / name / "cases").glob("*/case.json")):
+        record = json.loads(path.read_text())
+        if record.get("status") != "done":
+            continue
+        case = _paired_case(f"{name}:{record['workload_id']}", record)
+        if case is not None:
+            cases[case.workload_id] = case
+    return cases
+
+
+def _paired_case(case_id: str, record: Mapping[str, Any]) -> RealCase | None:
+    """One stored case as a replay (None without a pool-size sweep)."""
+    knob = POOL_SIZE_KNOB[Engine.MARIADB]
+    if knob not in record["sweeps"]:
+        return None
+    sweep = sweep_from_json(record["sweeps"][knob])
+    definition = record["definition"]
+    cores = 1 if definition["workload"].get("pinned") else int(record["host"]["cpu_count"])
+    points = sorted(sweep.points, key=lambda p: p.value)
+    sizes = [p.value for p in points]
+    passes = sorted({s.repeat for s in sweep.samples})
+    kept: dict[tuple[int, int], list[float]] = {}
+    times: dict[int, list[float]] = {}
+    for s in sweep.samples:
+        times.setdefault(s.repeat, []).append(s.t_s)
+        if not s.discarded:
+            kept.setdefault((s.value, s.repeat), []).append(s.throughput)
+    per_size = [[kept.get((size, r), []) for r in passes] for size in sizes]
+    drift = _common_drift(per_size)
+    samples = []
+    for point, visits in zip(points, per_size, strict=True):
+        level = [x / drift[v] for v, visit in enumerate(visits) for x in visit]
+        # The truth is the paired reading; the replayed noise keeps its own shape.
+        scale = point.mean / float(np.mean(level)) if level and point.mean > 0 else 1.0
+        samples.append(tuple(sorted(x * scale for x in level)))
+    spans = [max(times[r]) - min(times[r]) for r in passes]
+    default = knobs.knob(Engine.MARIADB, knob).default_for(cores)
+    best = best_value(points)
+    by_value = {p.value: p for p in points}
+    profile = sweep.baseline_profile or sweep.profile
+    return RealCase(
+        workload_id=case_id,
+        cores=cores,
+        clients=int(definition["clients"]),
+        sizes=tuple(sizes),
+        samples=tuple(samples),
+        means=tuple(float(np.mean(s)) if s else 0.0 for s in samples),
+        cpu_cores=tuple(p.server_cpu or 0.0 for p in points),
+        latency_ms=tuple(float(np.mean(p.latencies_ms)) if p.latencies_ms else 0.0 for p in points),
+        drift=tuple(drift),
+        # As the dataset's ``differs_beyond_noise``: size 2 (the 2-core default) against
+        # the best, for the pinned cases too.
+        differs=(
+            best is not None
+            and DIFFERS_SIZE in by_value
+            and not within_noise(by_value[DIFFERS_SIZE], by_value[best])
+        ),
+        tied_size=smallest_within_noise(points) or default,
+        lock_waits=(
+            _per_statement(profile.lock_waits_per_s, profile.qps) if profile is not None else 0.0
+        ),
+        visit_samples=max(1, round(float(np.median(spans)) / SAMPLE_S)),
+        replay_family=PAIRED_FAMILY,
+    )
+
+
 def _per_statement(per_s: object, qps: object) -> float:
     """A rate per second as a count per statement (0 where either is unknown: PgBouncer's
     sweeps keep no lock waits)."""
@@ -183,10 +280,13 @@ def _common_drift(per_size: list[list[list[float]]]) -> list[float]:
     visits = max(len(v) for v in per_size)
     ratios: list[list[float]] = [[] for _ in range(visits)]
     for size_visits in per_size:
-        overall = float(np.mean([x for visit in size_visits for x in visit]))
+        every = [x for visit in size_visits for x in visit]
+        overall = float(np.mean(every)) if every else 0.0
         if len(size_visits) != visits or overall <= 0:
             continue
         for index, visit in enumerate(size_visits):
+            if not visit:
+                continue
             mean = float(np.mean(visit))
             if mean > 0:
                 ratios[index].append(math.log(mean / overall))
@@ -202,7 +302,7 @@ class Replay:
         rng = np.random.default_rng(seed)
         self._rng = rng
         self._visit_path = [int(rng.integers(len(case.drift)))]
-        self._phase = int(rng.integers(VISIT_SAMPLES))
+        self._phase = int(rng.integers(case.visit_samples))
         self._draws: list[tuple[float, float, float]] = []
 
     def _draw(self, index: int) -> tuple[float, float, float]:
@@ -215,7 +315,7 @@ class Replay:
 
     def drift(self, index: int) -> float:
         """The common drift factor at sample ``index`` (log-interpolated between visits)."""
-        position = (index + self._phase) / VISIT_SAMPLES
+        position = (index + self._phase) / self.case.visit_samples
         epoch = int(position)
         while len(self._visit_path) <= epoch + 1:
             step = 1 if self._rng.random() < 0.5 else -1

@@ -15,6 +15,7 @@ from benchmarks.climb.run import RunResult
 from benchmarks.climb.scenarios import (
     CLIMBER_NAMES,
     FAMILIES,
+    PAIRED_FAMILY,
     PGBOUNCER_FAMILY,
     REAL_FAMILY,
     REPLAY_FAMILIES,
@@ -26,9 +27,13 @@ from benchmarks.climb.scenarios import (
 #: Quality bar of the real curves' done-when check, and per replay family the flat-curve
 #: size factor (issue 15: 4× for MariaDB; issue 18: 2× for PgBouncer).
 REAL_QUALITY = 0.95
-REAL_SIZE_FACTOR = {REAL_FAMILY: 4, PGBOUNCER_FAMILY: 2}
+REAL_SIZE_FACTOR = {REAL_FAMILY: 4, PGBOUNCER_FAMILY: 2, PAIRED_FAMILY: 4}
 #: What each replay family replays, for the table's title.
-REPLAYED = {REAL_FAMILY: "Real MariaDB curves", PGBOUNCER_FAMILY: "Real PgBouncer curves"}
+REPLAYED = {
+    REAL_FAMILY: "Real MariaDB curves",
+    PGBOUNCER_FAMILY: "Real PgBouncer curves",
+    PAIRED_FAMILY: "Real MariaDB curves by paired visits (v4)",
+}
 
 
 def _share(flags: list[bool]) -> float:

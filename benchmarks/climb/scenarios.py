@@ -21,12 +21,15 @@ REAL_FAMILY = "real"
 #: Replays of the measured PgBouncer dataset: ``default_pool_size`` under the same climber
 #: (issue 18), scored on lines of its own, not in issue 15's checks.
 PGBOUNCER_FAMILY = "pgbouncer"
-REPLAY_FAMILIES = (REAL_FAMILY, PGBOUNCER_FAMILY)
+#: Replays of the MariaDB cases measured by paired 2-s visits (``mariadb-2core-v4``'s
+#: finished cases, read from their folders while the dataset is being measured).
+PAIRED_FAMILY = "real-v4"
+REPLAY_FAMILIES = (REAL_FAMILY, PGBOUNCER_FAMILY, PAIRED_FAMILY)
 #: The most real cases of one family a quick (smoke) run replays.
 QUICK_REAL_CASES = 8
 #: The MariaDB families: what issue 15's checks read.
 MARIADB_FAMILIES = BASE_FAMILIES + NOISY_FAMILIES + (REAL_FAMILY,)
-FAMILIES = MARIADB_FAMILIES + (PGBOUNCER_FAMILY,)
+FAMILIES = MARIADB_FAMILIES + (PGBOUNCER_FAMILY, PAIRED_FAMILY)
 SYNTHETIC_FAMILIES = BASE_FAMILIES + NOISY_FAMILIES
 #: Plateau curves: thread economy is scored on them.
 PLATEAU_FAMILIES = frozenset({"B", "light", "plateau"})

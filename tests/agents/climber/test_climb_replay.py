@@ -3,13 +3,23 @@ dataset is replayed, and a replayed size reads like the sweep measured it."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 
 from agents.climber import KnobSpace
 from agents.knobs import Engine
 from agents.sim.model import SIZE_KNOB
-from benchmarks.climb.replay import DATASETS, Replay, real_cases, replay_families
+from benchmarks.climb.replay import DATASETS, RealCase, Replay, real_cases, replay_families
+from benchmarks.climb.scenarios import PAIRED_FAMILY
 from benchmarks.climb.worlds import ReplayWorld
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_every_measured_dataset_is_replayed_under_its_name() -> None:
@@ -21,7 +31,9 @@ def test_every_measured_dataset_is_replayed_under_its_name() -> None:
     assert all(case.workload_id == key for key, case in cases.items())
     families = replay_families()
     assert {families[key] for key in cases if key.startswith("pgbouncer-")} == {"pgbouncer"}
-    assert {families[key] for key in cases if key.startswith("mariadb-")} == {"real"}
+    assert {families[key] for key in cases if key.startswith("mariadb-2core-v4:")} == {"real-v4"}
+    mariadb = {families[key] for key in cases if key.startswith("mariadb-")}
+    assert mariadb - {"real-v4"} == {"real"}
 
 
 def test_a_pgbouncer_case_replays_its_pool_size_within_the_servers_bound() -> None:
@@ -88,3 +100,59 @@ def test_a_size_between_two_measured_ones_reads_in_between_not_one_or_the_other(
     assert abs(np.mean(readings) / truth - 1.0) < 0.02
     # Nothing reads like 64's level: the upper mode of a mix is gone.
     assert np.percentile(readings, 90) < 0.5 * (truth + case.means[upper])
+
+
+def _paired_cases() -> dict[str, RealCase]:
+    return {k: c for k, c in real_cases().items() if c.family == PAIRED_FAMILY}
+
+
+def test_v4s_finished_cases_replay_with_the_labels_the_dataset_gives_them(
+    tmp_path: Path,
+) -> None:
+    """The cases of ``mariadb-2core-v4`` still being measured replay from their folders, in
+    a family of their own, only those that count (busy ones are measured again), each
+    labelled exactly as the dataset's assembly labels it."""
+    folder = REPO / "datasets" / "mariadb-2core-v4" / "cases"
+    done = {
+        path.parent.name
+        for path in folder.glob("*/case.json")
+        if json.loads(path.read_text())["status"] == "done"
+    }
+    cases = _paired_cases()
+    assert {key.split(":", 1)[1] for key in cases} == done and len(done) >= 39
+    shutil.copytree(folder, tmp_path / "cases")
+    subprocess.run(
+        [sys.executable, "-m", "scripts.make_mariadb_dataset", "--dataset", "v4", "--assemble"]
+        + ["--partial", "--allow-other-machine", "--out", str(tmp_path)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    workloads = pd.read_parquet(tmp_path / "workloads.parquet").set_index("workload_id")
+    for key, case in cases.items():
+        row = workloads.loc[key.split(":", 1)[1]]
+        assert case.tied_size == row["best_thread_pool_size"], key
+        assert case.differs == bool(row["differs_beyond_noise"]), key
+        assert case.cores == row["cpu_count"] and case.clients == row["clients"], key
+
+
+def test_a_v4_size_reads_its_paired_mean_and_drifts_at_the_sweeps_pace() -> None:
+    """io_bound_read_write × 16 stalls for seconds (per-second CV near 1): over many samples
+    a size still reads the mean the paired sweep gave it, and the drift moves from pass to
+    pass at the pass's length (~36 s of 2-s samples), not v1's 64 s."""
+    case = _paired_cases()["mariadb-2core-v4:io_bound_read_write-c16"]
+    assert 14 <= case.visit_samples <= 24
+    assert case.means[case.sizes.index(6)] > 4 * case.means[case.sizes.index(2)]
+    for size in (2, 6):
+        point = case.sizes.index(size)
+        readings = [
+            Replay(case, seed=s).sample(i, {SIZE_KNOB: size})[0]
+            for s in range(8)
+            for i in range(100)
+        ]
+        assert abs(np.mean(readings) / case.means[point] - 1.0) < 0.2, size
+    # Stalls are replayed: some 2-s samples of the best size read under half its mean.
+    best = case.sizes.index(6)
+    replay = Replay(case, seed=2)
+    low = [replay.sample(i, {SIZE_KNOB: 6})[0] < 0.5 * case.means[best] for i in range(300)]
+    assert 0.02 < np.mean(low) < 0.6
