@@ -48,6 +48,7 @@ from agents.knobs import POOL_SIZE_KNOB, Engine
 from agents.sweep import best_value, smallest_within_noise, within_noise
 from agents.sweep.stored import sweep_from_json
 from benchmarks.climb.scenarios import PAIRED_FAMILY, PGBOUNCER_FAMILY, REAL_FAMILY
+from benchmarks.live.cases import SAMPLE_S
 from trainer.sources.datasets import bundled, datasets_dir, load_dataset
 
 #: The measured datasets replayed; one not assembled yet (no manifest) is skipped.
@@ -56,8 +57,6 @@ DATASETS = ("mariadb-2core-v1", "mariadb-2core-v2", "pgbouncer-2core-v1")
 CASE_FOLDERS = ("mariadb-2core-v4",)
 #: Samples per pass of the sweep (9 sizes × (5 s + 2 s dropped) ≈ 64 s of 2-s samples).
 VISIT_SAMPLES = 32
-#: The replayed agent's sample length (s): a pass's pace in samples is its length over it.
-SAMPLE_S = 2.0
 #: The size a MariaDB dataset's "differs beyond the noise" compares with the best.
 DIFFERS_SIZE = 2
 
