@@ -46,11 +46,16 @@ class Reading:
         return 1.0 - self.ratios[size] / self.ratios[self.best]
 
 
-def _ratios(sweep: SweepResult, parity: int | None = None) -> dict[int, float]:
+def size_ratios(
+    sweep: SweepResult, parity: int | None = None, *, paired: bool = True
+) -> dict[int, float]:
     """Mean throughput per size over the default's (the plan's reference, else the
-    original size), from every pass or only the passes of one ``parity``."""
+    original size), from every pass or only the passes of one ``parity``; a paired sweep
+    read side by side with its reference unless ``paired`` is False (each size's own
+    samples over the default's)."""
     samples = [s for s in sweep.samples if parity is None or s.repeat % 2 == parity]
-    points = curve_points(sweep.plan.values, samples, reference=sweep.plan.reference)
+    reference = sweep.plan.reference if paired else None
+    points = curve_points(sweep.plan.values, samples, reference=reference)
     means = {p.value: statistics.fmean(p.samples) for p in points if p.samples}
     default = sweep.plan.reference or sweep.original_tuple.get(SIZE)
     if default not in means or means[default] <= 0:
@@ -62,10 +67,10 @@ def reading(path: Path) -> Reading:
     """The pool-size curve of the case stored in ``path`` (a ``case.json``)."""
     record = read_record(path)
     sweep = record.sweeps[SIZE]
-    ratios = _ratios(sweep)
+    ratios = size_ratios(sweep)
     noise = math.nan
     if sweep.plan.repeats >= 2:
-        odd, even = _ratios(sweep, 1), _ratios(sweep, 0)
+        odd, even = size_ratios(sweep, 1), size_ratios(sweep, 0)
         logs = [math.log(odd[v] / even[v]) for v in ratios if odd.get(v, 0) > 0 < even.get(v, 0)]
         noise = statistics.pstdev(logs) / 2 if len(logs) >= 2 else math.nan
     return Reading(machine=str(record.host.get("cpu_model", "?")), ratios=ratios, noise=noise)

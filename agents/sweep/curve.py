@@ -248,6 +248,38 @@ def curve_points(
     return tuple(points)
 
 
+def reference_beside(kept: Sequence[SweepSample], reference: int) -> dict[int, tuple[float, float]]:
+    """Per value of a paired sweep, the reference's mean over its visits right after and
+    right before that value's visits, each over the reference's mean over the whole sweep.
+
+    Near 1 where the pairing holds. Far below 1 where a value leaves (or, before it, where
+    the previous one left) a state that outlasts the discarded samples: queued statements
+    after a large pool at hundreds of clients sink the reference beside it, and the paired
+    ratio divides by that (docs/datasets.md, "Paired 2-s visits carry a large pool's state")."""
+    by_visit: dict[int, list[SweepSample]] = {}
+    for sample in kept:
+        by_visit.setdefault(sample.visit, []).append(sample)
+    means = {n: statistics.fmean(s.throughput for s in group) for n, group in by_visit.items()}
+    value_of = {n: group[0].value for n, group in by_visit.items()}
+    own = [means[n] for n in means if value_of[n] == reference]
+    overall = statistics.fmean(own) if own else math.nan
+    if not overall > 0:
+        return {}
+    after: dict[int, list[float]] = {}
+    before: dict[int, list[float]] = {}
+    for number, value in value_of.items():
+        if value != reference:
+            continue
+        if value_of.get(number - 1, reference) != reference:
+            after.setdefault(value_of[number - 1], []).append(means[number])
+        if value_of.get(number + 1, reference) != reference:
+            before.setdefault(value_of[number + 1], []).append(means[number])
+    return {
+        value: (statistics.fmean(after[value]) / overall, statistics.fmean(before[value]) / overall)
+        for value in sorted(after.keys() & before.keys())
+    }
+
+
 #: A visit whose two reference visits disagree by more than this many times the sweep's
 #: median disagreement saw the server's level change while it ran (its ratio is unknown).
 SPLIT_FACTOR = 3.0

@@ -1,0 +1,67 @@
+"""``scripts.paired_check``: whether a paired sweep's reference held beside every size,
+read on stored v4 cases (a disturbed one and a clean one) and on a made-up sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.sweep.curve import SweepSample, reference_beside
+from scripts import paired_check
+from scripts.mariadb_dataset.cases import SIZE
+from scripts.mariadb_dataset.records import RECORD_FILE, read_record
+
+V4_CASES = Path(__file__).resolve().parents[2] / "datasets" / "mariadb-2core-v4" / "cases"
+
+
+def _check(case: str) -> paired_check.Check:
+    return paired_check.check(read_record(V4_CASES / case / RECORD_FILE).sweeps[SIZE])
+
+
+def test_a_large_pool_that_sinks_the_default_beside_it_is_flagged() -> None:
+    """256 clients on the CPU stall mix: after a visit to 64 groups the default runs at a
+    tenth of its level or less, so the paired ratio at 64 is many times its plain one."""
+    result = _check("stall_mix_cpu-c256")
+    assert result.disturbed
+    after, _before = result.beside[64]
+    assert after < 0.2
+    assert result.paired[64] > 5 * result.plain[64]
+
+
+def test_a_clean_load_keeps_its_default_level_beside_every_size() -> None:
+    result = _check("oltp_point_select-c64")
+    assert not result.disturbed
+    assert all(0.85 < level < 1.15 for pair in result.beside.values() for level in pair)
+
+
+def test_the_reference_beside_a_value_is_read_after_and_before_its_visits() -> None:
+    """Visits 2, 8, 2, 4, 2 (one kept sample each): the default reads 100, 10 right after
+    8, and 100 again; the levels are over the default's mean (70)."""
+    values = [2, 8, 2, 4, 2]
+    levels = [100.0, 500.0, 10.0, 300.0, 100.0]
+    samples = [
+        SweepSample(
+            value=v,
+            repeat=0,
+            index=1,
+            t_s=float(n + 1),
+            duration_s=1.0,
+            throughput=x,
+            latency_ms=None,
+            discarded=False,
+            visit=n,
+        )
+        for n, (v, x) in enumerate(zip(values, levels, strict=True))
+    ]
+    beside = reference_beside(samples, 2)
+    assert beside[8] == pytest.approx((10 / 70, 100 / 70))
+    assert beside[4] == pytest.approx((100 / 70, 10 / 70))
+
+
+def test_the_command_prints_every_case_and_the_count(capsys: pytest.CaptureFixture[str]) -> None:
+    assert paired_check.main([str(V4_CASES), "stall_mix_cpu-c256", "oltp_point_select-c64"]) == 0
+    out = capsys.readouterr().out
+    assert "stall_mix_cpu-c256: DISTURBED" in out
+    assert "oltp_point_select-c64: ok" in out
+    assert "1 of 2 paired cases disturbed" in out
