@@ -11,6 +11,7 @@ import math
 from collections.abc import Generator
 from dataclasses import dataclass, replace
 
+from agents.climber.base import KnobDim
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.economy import economy_rules
 from agents.climber.pooltune.evidence import Comparison, Rules, Verdict
@@ -22,6 +23,10 @@ from agents.climber.pooltune.line_search import (
     peak_distance,
     value_below,
 )
+
+#: The shortest step (log2) a walk down still takes: a bound on the loss that leaves less
+#: than this says the walk has reached the flank's fall.
+MIN_WALK_STEP = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +121,43 @@ def _walk_down(
         and (_unproven(*last) or last.verdict is Verdict.WORSE)
         and prober.loss_shown(probe, start) < shelf
     ):
-        h = min(1.0, prober.max_step(dim, -1))
-        below = value_below(prober, dim, probe, h)
+        bound = _bounded_step(prober, dim, start, probe, shelf)
+        if bound < MIN_WALK_STEP:
+            break
+        below = value_below(prober, dim, probe, min(1.0, prober.max_step(dim, -1), bound))
         if below is None:
             break
-        probe = {**probe, dim.name: max(floor, below)}
+        below = max(floor, below, _lowest_at(dim, dim.to_unit(probe[dim.name]) - bound))
+        if below >= probe[dim.name]:
+            break
+        probe = {**probe, dim.name: below}
         last = yield from prober.probe(probe, rules=rules)
         sizes.append(probe[dim.name])
     return _Walk(sizes, last)
+
+
+def _bounded_step(
+    prober: Prober, dim: KnobDim, start: dict[str, int], probe: dict[str, int], budget: float
+) -> float:
+    """The largest step (log2) below ``probe`` whose loss against ``start``, were the curve
+    to go on falling at the mean slope measured from ``start`` down to ``probe`` (the loss
+    without ``probe``'s lowest sample: one stall does not shorten the walk), stays within
+    ``budget``: a flank seen to fall is approached in steps of bounded loss, not halved
+    into (docs/climber.md, "Warm start")."""
+    loss = prober.loss_shown(probe, start)
+    span = dim.to_unit(start[dim.name]) - dim.to_unit(probe[dim.name])
+    if loss <= 0.0 or span <= 0.0:
+        return math.inf
+    return (budget - loss) / (loss / span)
+
+
+def _lowest_at(dim: KnobDim, coordinate: float) -> int:
+    """The smallest value of ``dim`` at or above ``coordinate`` (a step's bound is not
+    rounded past)."""
+    if not math.isfinite(coordinate):
+        return dim.low
+    value = dim.from_unit(coordinate)
+    return value + 1 if dim.to_unit(value) < coordinate else value
 
 
 def _after_walk(prober: Prober, line: LineSearch, walk: _Walk, start: int, step: float) -> Program:

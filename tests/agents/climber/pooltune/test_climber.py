@@ -610,10 +610,45 @@ def test_a_pool_set_far_above_the_cores_is_verified_down_past_a_dip() -> None:
     recommendation is: the climb walks down past the dip (each step loses less than a
     knee's fall) to twice the cores, finds the gain there and ends on the small sizes'
     peak, where the line search alone stopped at the dip's edge (77)."""
-    climbers = two_core_climbs(READ_ONLY_64, 128, None, seeds=6, cv=0.05, samples=300)
+    climbers = two_core_climbs(READ_ONLY_64, 128, None, seeds=16, cv=0.05, samples=300)
     finals = [climber.best_tuple[SIZE] for climber in climbers]
     quality = [READ_ONLY_64.expected({SIZE: size})[0] / READ_ONLY_64.peak() for size in finals]
+    # Measured: 9 of 16 past the dip, the worst run at 0.90 (before the walk's steps were
+    # bounded: 11, and 0.89). The dip's 12% reads 15–16% in some runs, and the bound then
+    # ends the walk at its edge.
     assert statistics.median(finals) <= 8 and min(quality) >= 0.9, finals
+
+
+#: PgBouncer select-only at 32 clients on 2 cores, live (2026-12-05, the host saturated at
+#: every size): a knee whose fall steepens below 12.
+SELECT_ONLY_32 = MeasuredCurve(
+    32, (2, 4, 8, 12, 20, 32, 64, 128), (0.66, 0.77, 0.91, 0.955, 1.0, 0.96, 0.975, 0.99)
+)
+
+
+def test_a_walk_down_a_knees_fall_keeps_its_steps_loss_bounded() -> None:
+    """From the heuristic's 20 the walk down verifying the start went 12, 7, 5 and 3 live,
+    each probe losing more than the last, and 3 cost a quarter of the throughput (worst
+    10 s 0.77 of the start, the server alone 0.96). Once a probe has lost, the next step
+    is no longer than keeps the loss within ``rollback_drop`` at the slope seen so far:
+    every run's worst 10 s stays at 0.8 of its start (0.71 in the worst run before)."""
+    safeties = []
+    for seed in range(20):
+        climber = pooltune(2)
+        run = drive(
+            climber,
+            SELECT_ONLY_32,
+            start={SIZE: 20},
+            samples=150,
+            seed=seed,
+            noise=NoiseConfig(cv=0.04),
+            plausible_range={SIZE: (10, 40)},
+            sample_filter=lambda _, sample: replace(sample, cpu_busy=1.95),
+        )
+        expected = run.expected
+        worst = min(statistics.fmean(expected[i : i + 5]) for i in range(len(expected) - 4))
+        safeties.append(worst / expected[0])
+    assert min(safeties) >= 0.8, sorted(safeties)[:3]
 
 
 def test_the_smallest_tie_is_re_tested_after_the_walks_budget_while_time_remains() -> None:
