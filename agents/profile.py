@@ -78,6 +78,8 @@ class Interval:
     connections: int
     latency_ms: float | None
     cpu_busy: float | None
+    #: Cores busy on the whole host (None: not read, or the server is remote).
+    host_cpu_busy: float | None = None
     #: Whether the pool stalled in the interval (None: the engine cannot tell).
     stalled: bool | None = None
     #: Whether the last change was still taking effect (None: the engine cannot tell).
@@ -96,6 +98,7 @@ class Interval:
             latency_ms=self.latency_ms,
             knobs=dict(knobs),
             cpu_busy=self.cpu_busy,
+            host_cpu_busy=self.host_cpu_busy,
             stalled=self.stalled,
             settling=self.settling,
             lock_waits=self.lock_waits,

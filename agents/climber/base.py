@@ -31,6 +31,11 @@ class Sample:
     #: CPU cores the server process used over the sample (None when the agent cannot read
     #: the server's CPU time, e.g. when it runs on another host).
     cpu_busy: float | None = None
+    #: CPU cores busy on the server's host over the sample, every process counted (None
+    #: when the agent cannot read them, e.g. for a remote server). A pooler, an application
+    #: or a co-tenant on the same host can leave no CPU for more server threads even where
+    #: the server's own use looks modest (docs/climber.md, "Search", the far end).
+    host_cpu_busy: float | None = None
     #: The target saw the server stall during the sample (MariaDB: the thread pool's stall
     #: counter rose, or a group was stalled); None when the target cannot tell. The climber
     #: sets a stalled sample aside when it is an outlier of its tuple (docs/climber.md).

@@ -68,8 +68,20 @@ def interval(first: Snapshot, last: Snapshot, *, database: str | None = None) ->
         connections=round(clients_of(last)),
         latency_ms=mean_latency_ms(first, last) if database is None else None,
         cpu_busy=cpu_busy(first, last),
+        host_cpu_busy=host_cpu_busy(first, last),
         settling=pool_opening(first, last),
     )
+
+
+def host_cpu_busy(first: Snapshot, last: Snapshot) -> float | None:
+    """The cores busy on PostgreSQL's host between the snapshots, every process counted
+    (None when the host's CPU time was not read: PostgreSQL on another host)."""
+    duration = last.taken_at - first.taken_at
+    if first.counters.get("host_busy_s") is None or "host_busy_s" not in last.counters:
+        return None
+    if duration <= 0:
+        return None
+    return (counter_delta(first, last, "host_busy_s") or 0.0) / duration
 
 
 def pool_opening(first: Snapshot, last: Snapshot) -> bool | None:
@@ -284,6 +296,7 @@ def _extras(
         )
     if first.counters.get("pgbouncer_cpu_s") is not None and "pgbouncer_cpu_s" in last.counters:
         put("pgbouncer_cpu_busy", (counter_delta(first, last, "pgbouncer_cpu_s") or 0.0) / window)
-    if first.counters.get("host_busy_s") is not None and "host_busy_s" in last.counters:
-        put(HOST_CPU_BUSY_EXTRA, (counter_delta(first, last, "host_busy_s") or 0.0) / window)
+    host_busy = host_cpu_busy(first, last)
+    if host_busy is not None:
+        put(HOST_CPU_BUSY_EXTRA, host_busy)
     return extras

@@ -102,7 +102,12 @@ class PooltuneClimber(Climber):
         if level is None:
             return dict(self._current)  # a stall with nothing measured yet to weigh it by
         self._evidence.record(
-            self._current, level, sample.cpu_busy, sample.stalled, sample.lock_waits
+            self._current,
+            level,
+            sample.cpu_busy,
+            sample.stalled,
+            sample.lock_waits,
+            host_cpu_busy=sample.host_cpu_busy,
         )
         if self._change is not None:
             if not sample.stalled:  # a stall the target saw says nothing of the workload

@@ -153,7 +153,12 @@ class Search(Retests):
                 measured=[k for k in self._probed if self._level(k) is not None],
                 connections=self.connections,
                 ceiling=guards.size_ceiling(dim, self._cpu_count, self.connections),
-                cpu_used=self._evidence.signal("cpu", self.top),
+                # The host's busy cores where they are known: threads of the server's own
+                # can only queue for CPUs that a pooler or co-tenant keeps busy.
+                cpu_used=max(
+                    self._evidence.signal("cpu", self.top),
+                    self._evidence.signal("host_cpu", self.top),
+                ),
                 cpu_count=self._cpu_count,
             )
         )

@@ -79,8 +79,13 @@ def test_an_interval_is_transactions_and_queries_per_second() -> None:
     assert rates.tps == 1000.0 and rates.qps == 3000.0
     assert rates.latency_ms == pytest.approx(4.0)  # 8 s over 2000 transactions
     assert rates.cpu_busy == pytest.approx(0.5)
+    assert rates.host_cpu_busy is None  # the host's CPU time was not read
     assert rates.connections == 10
     assert interval(first, last, database="a").tps == 300.0
+    busy = interval(snap(0.0, xacts=0, host_busy=50.0), snap(2.0, xacts=10, host_busy=53.9))
+    assert busy.host_cpu_busy == pytest.approx(1.95)  # every process on the host
+    sample = busy.climber_sample({"default_pool_size": 20}, busy.tps)
+    assert sample.host_cpu_busy == busy.host_cpu_busy
 
 
 def test_a_pool_opening_connections_for_waiting_clients_is_settling() -> None:

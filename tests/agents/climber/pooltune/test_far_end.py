@@ -86,7 +86,9 @@ class ShelfThenOwnGroups(KneeCurve):
         return result
 
 
-def _final_sizes(curve: KneeCurve, cpu_busy: float, seeds: int = 8) -> list[tuple[int, int]]:
+def _final_sizes(
+    curve: KneeCurve, cpu_busy: float, seeds: int = 8, host_cpu_busy: float | None = None
+) -> list[tuple[int, int]]:
     """(final size, largest size in force) of 300-sample climbs from the default."""
     out = []
     for seed in range(seeds):
@@ -97,7 +99,9 @@ def _final_sizes(curve: KneeCurve, cpu_busy: float, seeds: int = 8) -> list[tupl
             samples=300,
             noise=NoiseConfig(cv=0.05),
             seed=seed,
-            sample_filter=lambda _, sample: replace(sample, cpu_busy=cpu_busy),
+            sample_filter=lambda _, sample: replace(
+                sample, cpu_busy=cpu_busy, host_cpu_busy=host_cpu_busy
+            ),
         )
         out.append((run.sizes[-1], max(run.sizes)))
     return out
@@ -114,6 +118,18 @@ def test_the_climber_finds_the_far_end_past_a_shelf_on_idle_cores() -> None:
 
 def test_saturated_cores_keep_the_climber_off_the_far_end() -> None:
     assert all(largest < 16 for _, largest in _final_sizes(SHELF, cpu_busy=1.95))
+
+
+def test_a_host_saturated_by_other_processes_keeps_the_climber_off_the_far_end() -> None:
+    """PostgreSQL's backends used 1.4 of 2 cores under PgBouncer select-only, pgbench and
+    PgBouncer the rest: live, the look at 128 server connections for 128 clients opened 108
+    backends on CPUs with none to spare and ran at 0.7–0.8 of the start while they opened.
+    The host's busy cores, where the target reads them, decide; a host with CPU to spare
+    still gets the look."""
+    saturated = _final_sizes(SHELF, cpu_busy=1.2, host_cpu_busy=1.95)
+    assert all(largest < 16 for _, largest in saturated), saturated
+    spare = [final for final, _ in _final_sizes(SHELF, cpu_busy=1.2, host_cpu_busy=1.5)]
+    assert sum(final >= 64 for final in spare) >= 5, spare
 
 
 def test_a_curve_falling_above_its_best_is_probed_at_most_halfway_to_the_far_end() -> None:
