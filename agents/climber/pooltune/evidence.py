@@ -136,11 +136,8 @@ class Evidence:
             Reading(self.now, level, bool(stalled), self._visit)
         )
         self._records += 1
-        for signal, value in (
-            ("cpu", cpu_busy),
-            ("locks", lock_waits),
-            ("host_cpu", host_cpu_busy),
-        ):
+        signals = (("cpu", cpu_busy), ("locks", lock_waits), ("host_cpu", host_cpu_busy))
+        for signal, value in signals:
             if value is not None and math.isfinite(value):
                 per_tuple = self._signals.setdefault(signal, {})
                 per_tuple.setdefault(key, []).append((self.now, value))
@@ -192,9 +189,8 @@ class Evidence:
         return [self._kept(grouped[visit]) for visit in sorted(grouped)]
 
     def signal(self, signal: str, knobs: Mapping[str, int]) -> float:
-        """The mean of ``signal`` ("cpu": cores the server keeps busy, "host_cpu": cores
-        busy on its host, "locks": row-lock waits per statement) at ``knobs`` in the recent
-        window (0 if unknown)."""
+        """The mean of ``signal`` ("cpu": cores busy, "host_cpu": on the whole host, "locks":
+        row-lock waits per statement) at ``knobs`` in the recent window (0 if unknown)."""
         horizon = self.now - self.config.recent_window
         seen = self._signals.get(signal, {}).get(tuple_key(knobs), [])
         values = [v for t, v in seen if t > horizon]
