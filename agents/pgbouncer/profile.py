@@ -77,11 +77,8 @@ def host_cpu_busy(first: Snapshot, last: Snapshot) -> float | None:
     """The cores busy on PostgreSQL's host between the snapshots, every process counted
     (None when the host's CPU time was not read: PostgreSQL on another host)."""
     duration = last.taken_at - first.taken_at
-    if first.counters.get("host_busy_s") is None or "host_busy_s" not in last.counters:
-        return None
-    if duration <= 0:
-        return None
-    return (counter_delta(first, last, "host_busy_s") or 0.0) / duration
+    busy = counter_delta(first, last, "host_busy_s")
+    return busy / duration if busy is not None and duration > 0 else None
 
 
 def pool_opening(first: Snapshot, last: Snapshot) -> bool | None:

@@ -631,7 +631,7 @@ def test_a_walk_down_a_knees_fall_keeps_its_steps_loss_bounded() -> None:
     each probe losing more than the last, and 3 cost a quarter of the throughput (worst
     10 s 0.77 of the start, the server alone 0.96). Once a probe has lost, the next step
     is no longer than keeps the loss within ``rollback_drop`` at the slope seen so far:
-    every run's worst 10 s stays at 0.8 of its start (0.71 in the worst run before)."""
+    every run's worst 10 s stays at 0.8 of its start (0.70 in the worst run before)."""
     safeties = []
     for seed in range(20):
         climber = pooltune(2)

@@ -123,7 +123,7 @@ def test_saturated_cores_keep_the_climber_off_the_far_end() -> None:
 def test_a_host_saturated_by_other_processes_keeps_the_climber_off_the_far_end() -> None:
     """PostgreSQL's backends used 1.4 of 2 cores under PgBouncer select-only, pgbench and
     PgBouncer the rest: live, the look at 128 server connections for 128 clients opened 108
-    backends on CPUs with none to spare and ran at 0.7–0.8 of the start while they opened.
+    backends on CPUs with none to spare and ran at 0.69–0.82 of the start while they opened.
     The host's busy cores, where the target reads them, decide; a host with CPU to spare
     still gets the look."""
     saturated = _final_sizes(SHELF, cpu_busy=1.2, host_cpu_busy=1.95)
