@@ -248,6 +248,17 @@ def curve_points(
     return tuple(points)
 
 
+def _visits(
+    kept: Sequence[SweepSample],
+) -> tuple[dict[int, list[SweepSample]], dict[int, float]]:
+    """The kept samples by visit number, and each visit's mean throughput."""
+    by_visit: dict[int, list[SweepSample]] = {}
+    for sample in kept:
+        by_visit.setdefault(sample.visit, []).append(sample)
+    means = {n: statistics.fmean(s.throughput for s in group) for n, group in by_visit.items()}
+    return by_visit, means
+
+
 def reference_beside(kept: Sequence[SweepSample], reference: int) -> dict[int, tuple[float, float]]:
     """Per value of a paired sweep, the reference's mean over its visits right after and
     right before that value's visits, each over the reference's mean over the whole sweep.
@@ -256,10 +267,7 @@ def reference_beside(kept: Sequence[SweepSample], reference: int) -> dict[int, t
     the previous one left) a state that outlasts the discarded samples: queued statements
     after a large pool at hundreds of clients sink the reference beside it, and the paired
     ratio divides by that (docs/datasets.md, "Paired 2-s visits carry a large pool's state")."""
-    by_visit: dict[int, list[SweepSample]] = {}
-    for sample in kept:
-        by_visit.setdefault(sample.visit, []).append(sample)
-    means = {n: statistics.fmean(s.throughput for s in group) for n, group in by_visit.items()}
+    by_visit, means = _visits(kept)
     value_of = {n: group[0].value for n, group in by_visit.items()}
     own = [means[n] for n in means if value_of[n] == reference]
     overall = statistics.fmean(own) if own else math.nan
@@ -287,27 +295,59 @@ SPLIT_FACTOR = 3.0
 SPLIT_FLOOR = 0.02
 
 
+#: A reference visit under this share of the median reference visit of its pass and the
+#: passes either side is set aside: it measured a state the visit before it left
+#: (statements queued behind a large pool, seconds long at hundreds of clients: a tenth of
+#: the level) or a stall, not the server's level. A level that moves (a phase of the load,
+#: a second load) moves the visits beside it too; v4's phased load moved it 3.4×.
+SUNK_REFERENCE = 0.25
+
+
+def sunk_references(kept: Sequence[SweepSample], reference: int) -> set[int]:
+    """The reference visits of a paired sweep that sank under :data:`SUNK_REFERENCE` of
+    the median reference visit around them (their pass and the passes either side: a pass
+    may visit several large pools in a row): read beside them, the visits next to them
+    would be inflated by the sink (docs/datasets.md, "Paired 2-s visits carry a large
+    pool's state into the default beside it")."""
+    by_visit, means = _visits(kept)
+    passes: dict[int, list[float]] = {}
+    for number, group in by_visit.items():
+        if group[0].value == reference:
+            passes.setdefault(group[0].repeat, []).append(means[number])
+    sunk = set()
+    for number, group in by_visit.items():
+        if group[0].value != reference:
+            continue
+        repeat = group[0].repeat
+        around = [m for r in (repeat - 1, repeat, repeat + 1) for m in passes.get(r, [])]
+        if means[number] < SUNK_REFERENCE * statistics.median(around):
+            sunk.add(number)
+    return sunk
+
+
 def paired_levels(kept: Sequence[SweepSample], reference: int) -> dict[int, float]:
     """Per visit of a paired sweep, the factor that puts its throughput on the reference's
     overall level: the reference's mean over the whole sweep divided by its level at the
     time of the visit — the mean of the reference visits right before and after it, or
     for the reference's own visits, of its visits in the same repeat.
 
+    A reference visit that sank far under its pass (:func:`sunk_references`) stands
+    nowhere: it gets no factor and no visit is read beside it (the nearest other one is).
     A visit gets no factor (its samples are not used) when no reference visit beside it
     was measured, or when the two beside it disagree far beyond the sweep's usual (the
     level moved during the visit, so which level it ran at is unknown) and its value
     keeps other visits."""
-    by_visit: dict[int, list[SweepSample]] = {}
-    for sample in kept:
-        by_visit.setdefault(sample.visit, []).append(sample)
-    means = {n: statistics.fmean(s.throughput for s in group) for n, group in by_visit.items()}
-    own = [s for s in kept if s.value == reference]
+    by_visit, means = _visits(kept)
+    sunk = sunk_references(kept, reference)
+    own = [s for s in kept if s.value == reference and s.visit not in sunk]
     overall = statistics.fmean(s.throughput for s in own) if own else math.nan
     if not overall > 0:
         return {}
     # A reference visit that measured nothing (a stall) cannot stand beside another visit.
     anchors = sorted(
-        n for n, group in by_visit.items() if group[0].value == reference and means[n] > 0
+        n
+        for n, group in by_visit.items()
+        if group[0].value == reference and means[n] > 0 and n not in sunk
     )
     per_repeat: dict[int, list[float]] = {}
     for sample in own:
@@ -316,8 +356,8 @@ def paired_levels(kept: Sequence[SweepSample], reference: int) -> dict[int, floa
     split: dict[int, float] = {}
     for number, group in by_visit.items():
         if group[0].value == reference:
-            level = statistics.fmean(per_repeat[group[0].repeat])
-            if level > 0:
+            level = statistics.fmean(per_repeat.get(group[0].repeat, [0.0]))
+            if level > 0 and number not in sunk:
                 factors[number] = overall / level
             continue
         beside = [means[n] for n in [n for n in anchors if n < number][-1:]]

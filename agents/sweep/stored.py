@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from agents.knobs import Engine
-from agents.sweep.curve import Point, SweepResult, SweepSample
+from agents.sweep.curve import Point, SweepResult, SweepSample, curve_points
 from agents.sweep.plan import SweepPlan
 from agents.wire import WorkloadProfile
 
@@ -65,29 +65,36 @@ def sweep_to_json(result: SweepResult) -> dict[str, Any]:
 
 
 def sweep_from_json(data: dict[str, Any]) -> SweepResult:
-    plan = dict(data["plan"])
-    plan["values"] = tuple(plan["values"])
-    plan["load_pids"] = tuple(plan["load_pids"])
+    """The stored sweep. A paired sweep's points are read again from its samples
+    (:func:`curve_points`): the reading of pairs learns from the real servers measured
+    (e.g. a reference sunk by the pool before it), and a stored case follows what it
+    has learnt; a plain sweep's points are its kept samples as stored."""
+    plan_fields = dict(data["plan"])
+    plan_fields["values"] = tuple(plan_fields["values"])
+    plan_fields["load_pids"] = tuple(plan_fields["load_pids"])
+    plan = SweepPlan(**plan_fields)
     fields = data["sample_fields"]
+    samples = tuple(SweepSample(**dict(zip(fields, row, strict=True))) for row in data["samples"])
+    points = tuple(
+        Point(
+            value=int(p["value"]),
+            samples=tuple(p["samples"]),
+            latencies_ms=tuple(p["latencies_ms"]),
+            visit_means=tuple(p["visit_means"]),
+            other_cpu=p["other_cpu"],
+            server_cpu=p["server_cpu"],
+            load_cpu=p["load_cpu"],
+        )
+        for p in data["points"]
+    )
+    if plan.reference is not None:
+        points = curve_points(plan.values, samples, reference=plan.reference)
     return SweepResult(
         engine=Engine(data["engine"]),
-        plan=SweepPlan(**plan),
+        plan=plan,
         original_tuple={k: int(v) for k, v in data["original_tuple"].items()},
-        points=tuple(
-            Point(
-                value=int(p["value"]),
-                samples=tuple(p["samples"]),
-                latencies_ms=tuple(p["latencies_ms"]),
-                visit_means=tuple(p["visit_means"]),
-                other_cpu=p["other_cpu"],
-                server_cpu=p["server_cpu"],
-                load_cpu=p["load_cpu"],
-            )
-            for p in data["points"]
-        ),
-        samples=tuple(
-            SweepSample(**dict(zip(fields, row, strict=True))) for row in data["samples"]
-        ),
+        points=points,
+        samples=samples,
         started_at=datetime.fromisoformat(data["started_at"]),
         finished_at=datetime.fromisoformat(data["finished_at"]),
         profile=WorkloadProfile.model_validate(data["profile"]) if data["profile"] else None,

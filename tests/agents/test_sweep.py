@@ -38,6 +38,8 @@ from agents.sweep import (
     write_plot,
 )
 from agents.sweep import cli as sweep_cli
+from agents.sweep.curve import SweepSample, curve_points
+from agents.sweep.stored import sweep_from_json, sweep_to_json
 from agents.targets.base import Snapshot, TargetInfo, TargetUnavailable
 from agents.wire import HostFacts
 
@@ -297,6 +299,60 @@ def test_a_paired_sweep_survives_a_visit_that_measured_nothing(tmp_path: Path) -
     assert any(s.throughput == 0 and not s.discarded for s in result.samples)
     assert all(p.count > 0 for p in result.points)
     assert result.best_value == 8
+
+
+def test_a_reference_sunk_by_the_pool_before_it_does_not_inflate_its_neighbours() -> None:
+    """Statements queued behind a large pool outlast the discarded second: the default
+    visited right after 32 or 64 ran at a tenth of its level (v4's CPU stall mix at 256
+    clients). Read beside those visits, 64 came out 80× the default where it ran 4×; set
+    aside, every size reads its true ratio, and a level that merely moves is still read
+    beside it (the switching-level test above)."""
+    curve = {1: 500.0, 2: 800.0, 4: 1600.0, 8: 2400.0, 32: 3000.0, 64: 3200.0}
+    plan = SweepPlan(knob=SIZE, values=tuple(curve), repeats=4, reference=2)
+    samples = []
+    previous = None
+    for number, (repeat, value) in enumerate(plan.visits):
+        sunk = value == 2 and previous is not None and previous >= 32
+        samples.append(
+            SweepSample(
+                value=value,
+                repeat=repeat,
+                index=1,
+                t_s=2.0 * number,
+                duration_s=1.0,
+                throughput=curve[value] * (0.1 if sunk else 1.0),
+                latency_ms=None,
+                discarded=False,
+                visit=number,
+            )
+        )
+        previous = value
+    points = {p.value: p.mean for p in curve_points(plan.values, samples, reference=2)}
+    ratios = {value: points[value] / points[2] for value in curve}
+    for value, truth in curve.items():
+        assert ratios[value] == pytest.approx(truth / curve[2], rel=0.02), (value, ratios)
+
+
+@pytest.mark.parametrize("reference", [2, None])
+def test_a_stored_paired_sweep_is_read_again_from_its_samples(
+    tmp_path: Path, reference: int | None
+) -> None:
+    """A stored case follows the current reading of pairs: its points come from its kept
+    samples, not from the points stored when it was measured. A plain sweep's stored
+    points are its samples as kept, and stay."""
+    result = make_sweeper(
+        CurveTarget(level=_switching_level), tmp_path, repeats=3, reference=reference
+    ).run()
+    stored = sweep_to_json(result)
+    for point in stored["points"]:
+        point["samples"] = [1.0]  # as an older reading might have stored them
+    loaded = sweep_from_json(json.loads(json.dumps(stored)))
+    means = {p.value: p.mean for p in loaded.points}
+    if reference is None:
+        assert set(means.values()) == {1.0}
+    else:
+        assert means == pytest.approx({p.value: p.mean for p in result.points}, rel=1e-3)
+    assert loaded.samples == result.samples
 
 
 # -- lag discard and the measured curve -------------------------------------------------
