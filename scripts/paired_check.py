@@ -70,6 +70,23 @@ def check(sweep: SweepResult) -> Check:
     )
 
 
+def flag(sweep: SweepResult) -> str | None:
+    """The check's verdict on a sweep as one line, for the builder to print as each case is
+    measured (None for a plain sweep)."""
+    if sweep.plan.reference is None:
+        return None
+    try:
+        result = check(sweep)
+    except ValueError as exc:  # the default lost every sample: nothing to pair with
+        return f"paired check: not checked ({exc})"
+    if not result.disturbed:
+        return f"paired check: ok (paired / plain within {result.gap:.2f}×)"
+    return (
+        f"paired check: DISTURBED (paired / plain differ by up to {result.gap:.2f}×): the "
+        "reference sank beside some size; see python -m scripts.paired_check"
+    )
+
+
 def report(case: str, result: Check) -> list[str]:
     sizes = sorted(result.paired)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from agents.sweep import SweepInterrupted, format_table, write_csv
 from lab.mariadb import release_of
+from scripts import paired_check
 from scripts.mariadb_dataset.cases import Case, Timing, case_definition
 from scripts.mariadb_dataset.measure import (
     DatasetServer,
@@ -193,6 +194,9 @@ def measure_cases(
             )
             sys.stdout.write(f"\n== {case.workload_id} [{record.status}]\n")
             sys.stdout.write(f"{format_table(measured.size)}\n")
+            paired = paired_check.flag(measured.size)
+            if paired is not None:
+                logger.info("%s: %s", case.workload_id, paired)
             sys.stdout.flush()
             if last_use[name] == number - 1:
                 servers.pop(name).close()
