@@ -142,7 +142,9 @@ def test_a_v4_size_reads_its_paired_mean_and_drifts_at_the_sweeps_pace() -> None
     pass at the pass's length (~36 s of 2-s samples), not v1's 64 s."""
     case = _paired_cases()["mariadb-2core-v4:io_bound_read_write-c16"]
     assert 14 <= case.visit_samples <= 24
-    assert case.means[case.sizes.index(6)] > 4 * case.means[case.sizes.index(2)]
+    # The paired reading with its sunk references set aside: 6 at 1.9× the default (6.2×
+    # read beside the references that stalls and large pools sank).
+    assert case.means[case.sizes.index(6)] > 1.5 * case.means[case.sizes.index(2)]
     for size in (2, 6):
         point = case.sizes.index(size)
         readings = [
