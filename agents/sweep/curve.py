@@ -303,13 +303,15 @@ SPLIT_FLOOR = 0.02
 SUNK_REFERENCE = 0.25
 
 
-def sunk_references(kept: Sequence[SweepSample], reference: int) -> set[int]:
+def sunk_references(
+    by_visit: Mapping[int, Sequence[SweepSample]], means: Mapping[int, float], reference: int
+) -> set[int]:
     """The reference visits of a paired sweep that sank under :data:`SUNK_REFERENCE` of
     the median reference visit around them (their pass and the passes either side: a pass
     may visit several large pools in a row): read beside them, the visits next to them
     would be inflated by the sink (docs/datasets.md, "Paired 2-s visits carry a large
-    pool's state into the default beside it")."""
-    by_visit, means = _visits(kept)
+    pool's state into the default beside it"). ``by_visit`` and ``means``: as
+    :func:`_visits` gives them."""
     passes: dict[int, list[float]] = {}
     for number, group in by_visit.items():
         if group[0].value == reference:
@@ -338,7 +340,7 @@ def paired_levels(kept: Sequence[SweepSample], reference: int) -> dict[int, floa
     level moved during the visit, so which level it ran at is unknown) and its value
     keeps other visits."""
     by_visit, means = _visits(kept)
-    sunk = sunk_references(kept, reference)
+    sunk = sunk_references(by_visit, means, reference)
     own = [s for s in kept if s.value == reference and s.visit not in sunk]
     overall = statistics.fmean(s.throughput for s in own) if own else math.nan
     if not overall > 0:
@@ -356,8 +358,10 @@ def paired_levels(kept: Sequence[SweepSample], reference: int) -> dict[int, floa
     split: dict[int, float] = {}
     for number, group in by_visit.items():
         if group[0].value == reference:
-            level = statistics.fmean(per_repeat.get(group[0].repeat, [0.0]))
-            if level > 0 and number not in sunk:
+            if number in sunk:
+                continue
+            level = statistics.fmean(per_repeat[group[0].repeat])
+            if level > 0:
                 factors[number] = overall / level
             continue
         beside = [means[n] for n in [n for n in anchors if n < number][-1:]]
