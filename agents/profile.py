@@ -84,7 +84,8 @@ class Interval:
     stalled: bool | None = None
     #: Whether the last change was still taking effect (None: the engine cannot tell).
     settling: bool | None = None
-    #: Row-lock waits per client statement (None: the engine cannot tell).
+    #: How much statements queued on row locks (:attr:`Sample.lock_waits`; None: the
+    #: engine cannot tell).
     lock_waits: float | None = None
 
     def throughput(self, metric: ThroughputMetric) -> float:

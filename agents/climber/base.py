@@ -44,9 +44,11 @@ class Sample:
     #: connections while clients wait for them); None when the target cannot tell. The
     #: climber discards such samples after a change, a bounded number (docs/climber.md).
     settling: bool | None = None
-    #: Row-lock waits per client statement over the sample (MariaDB:
-    #: ``Innodb_row_lock_waits``); None when the target cannot tell. Where statements queue
-    #: on row locks, CPU use need not be useful work (docs/climber.md, "Search").
+    #: How much statements queued on row locks over the sample (MariaDB:
+    #: ``Innodb_row_lock_waits`` per client statement; PgBouncer: the share of the pools'
+    #: backends in a transaction waiting on a lock); None when the target cannot tell. Where
+    #: statements queue on row locks, CPU use need not be useful work and more connections
+    #: only add waiters (docs/climber.md, "Search").
     lock_waits: float | None = None
 
 

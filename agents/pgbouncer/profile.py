@@ -70,7 +70,16 @@ def interval(first: Snapshot, last: Snapshot, *, database: str | None = None) ->
         cpu_busy=cpu_busy(first, last),
         host_cpu_busy=host_cpu_busy(first, last),
         settling=pool_opening(first, last),
+        lock_waits=lock_share(first, last),
     )
+
+
+def lock_share(first: Snapshot, last: Snapshot) -> float | None:
+    """The share of the pools' backends in a transaction that waited on a heavyweight lock
+    (``pg_stat_activity`` wait class ``Lock``: row and transaction locks) between the
+    snapshots: PgBouncer's reading of statements queueing on row locks, the climber's lock
+    signal (None when pg_stat_activity was not sampled; docs/pgbouncer.md)."""
+    return _Activity(first, last).share("Lock")
 
 
 def host_cpu_busy(first: Snapshot, last: Snapshot) -> float | None:
@@ -116,6 +125,12 @@ class _Activity:
             return None
         delta = counter_delta(self._first, self._last, activity_counter(kind))
         return delta / self.samples if delta is not None else None
+
+    def share(self, kind: str) -> float | None:
+        """The share of the backends in a transaction that were in ``kind`` (None when none
+        was sampled in one)."""
+        in_xact, backends = self.mean("in_xact"), self.mean(kind)
+        return backends / in_xact if in_xact and backends is not None else None
 
 
 def _gauge_mean(snapshots: Sequence[Snapshot], name: str) -> float | None:
@@ -257,13 +272,9 @@ def _extras(
         open_server_connections([_gauge_mean(snapshots, f"pgb_{s}") for s in OPEN_SERVER_STATES]),
     )
     put("maxwait_s_max", max((s.gauges.get("pgb_maxwait_s", 0.0) for s in snapshots), default=0.0))
-    in_xact = activity.mean("in_xact")
-    if in_xact:
-        for kind in ("cpu", "idle_in_xact", *WAIT_CLASSES, "other"):
-            share = activity.mean(kind)
-            if share is not None:
-                put(f"pg_share_{kind.lower()}", share / in_xact)
-    put("backends_in_xact_mean", in_xact)
+    for kind in ("cpu", "idle_in_xact", *WAIT_CLASSES, "other"):
+        put(f"pg_share_{kind.lower()}", activity.share(kind))
+    put("backends_in_xact_mean", activity.mean("in_xact"))
     for kind, name in (
         ("Lock", "lock"),
         ("IO", "io"),

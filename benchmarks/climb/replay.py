@@ -79,8 +79,8 @@ class RealCase:
     #: within the noise of the best.
     differs: bool
     tied_size: int
-    #: Row-lock waits per statement in the case's profile (at the default size): every
-    #: replayed sample shows it, the sweep did not keep it per size.
+    #: The lock signal in the case's profile (at the default size; :func:`_lock_signal`):
+    #: every replayed sample shows it, the sweep did not keep it per size.
     lock_waits: float = 0.0
     engine: Engine = Engine.MARIADB
     #: 2-s samples per visit (a pass of the sweep): how fast the replay's drift moves.
@@ -176,7 +176,7 @@ def _dataset_cases(name: str) -> dict[str, RealCase]:
             drift=tuple(drift),
             differs=bool(row["differs_beyond_noise"]),
             tied_size=int(row[f"best_{knob}"]),
-            lock_waits=_per_statement(row["lock_waits_per_s"], row["qps"]),
+            lock_waits=_lock_signal(row, engine),
             engine=engine,
         )
     return cases
@@ -252,9 +252,19 @@ def _paired_case(case_id: str, record: Mapping[str, Any]) -> RealCase | None:
     )
 
 
+def _lock_signal(row: pd.Series, engine: Engine) -> float:
+    """The climber's lock signal in a dataset's profile row (:attr:`Sample.lock_waits`):
+    MariaDB's row-lock waits per statement, PgBouncer's share of backends in a transaction
+    waiting on a lock (its profile's ``pg_share_lock``; 0 where unknown)."""
+    if engine is Engine.PGBOUNCER:
+        extras = json.loads(row["extras"]) if isinstance(row["extras"], str) else {}
+        share = extras.get("pg_share_lock")
+        return float(share) if isinstance(share, int | float) and math.isfinite(share) else 0.0
+    return _per_statement(row["lock_waits_per_s"], row["qps"])
+
+
 def _per_statement(per_s: object, qps: object) -> float:
-    """A rate per second as a count per statement (0 where either is unknown: PgBouncer's
-    sweeps keep no lock waits)."""
+    """A rate per second as a count per statement (0 where either is unknown)."""
     rate, statements = (
         float(pd.to_numeric(per_s, errors="coerce")),
         float(pd.to_numeric(qps, errors="coerce")),

@@ -110,9 +110,11 @@ class PooltuneConfig:
     #: Size ``n`` below the cores is not probed when the server uses more than this many
     #: times ``n`` cores at the best tuple (it would cap its CPU). 0 disables.
     cpu_cap_margin: float = 1.1
-    #: ... unless this many row-lock waits per statement or more were seen there: threads
-    #: queueing on row locks burn CPU on the contention itself, and fewer can win
-    #: (docs/climber.md, "Search"). 0 disables the exception.
+    #: ... unless the lock signal (``Sample.lock_waits``: MariaDB's row-lock waits per
+    #: statement, PgBouncer's share of backends waiting on a lock) reached this there:
+    #: threads queueing on row locks burn CPU on the contention itself, and fewer can win;
+    #: more only queue, so the far end is not looked at (docs/climber.md, "Search"). 0
+    #: disables both.
     lock_contention: float = 0.2
     #: The server uses less than this share of its cores at a pool size: the pool is not
     #: what limits it (statements wait off the CPU), so a loss measured a small step up is

@@ -8,8 +8,9 @@ from a few groups up to a size near the connection count, and rise to their best
 (sysbench point selects × 256 clients on 2 cores: 0.80–0.83 of the best from 2 to 32, the
 best at 64; `datasets/mariadb-2core-v2`). Where the curve falls steadily above the best size
 instead (write-heavy loads: 0.52 of the best at one group per connection), that look is a
-deep probe; it is taken only where the server's CPUs are not saturated at the best size, the
-sizes measured above it fall slowly enough, and halfway there (in log size) a probe shows a
+deep probe; it is taken only where statements do not queue on row locks at the best size
+(more connections only add waiters), the server's CPUs are not saturated there, the sizes
+measured above it fall slowly enough, and halfway there (in log size) a probe shows a
 tie within the loss that, carried on to the far end, stays within ``rollback_drop`` (the
 drop at which the climber leaves a probe anyway). A gain is re-tested before it is kept.
 Why and the figures: docs/climber.md ("Search", the far end).
@@ -40,6 +41,7 @@ def far_end_size(
     max_loss: float,
     cpu_used: float,
     cpu_limit: float,
+    queues_on_locks: bool,
 ) -> int | None:
     """The size of one group per connection if it may be worth a look from ``top``, else
     None. ``above``: (size, measured log gain over ``top``) of the sizes measured above it;
@@ -47,8 +49,10 @@ def far_end_size(
     one whose fall, extrapolated, loses more than ``max_loss`` there, and the look is
     too deep. ``cpu_used``: the cores the server uses at ``top`` (0: unknown); at
     ``cpu_limit`` or more its CPUs are saturated and more threads can only queue for them,
-    and unknown, nothing says a deep probe is worth its risk."""
-    if not connections or not above or not 0 < cpu_used < cpu_limit:
+    and unknown, nothing says a deep probe is worth its risk. ``queues_on_locks``: statements
+    queue on row locks at ``top``, where more connections only queue there too (every real
+    curve with such waits falls past its best on both engines: docs/climber.md)."""
+    if queues_on_locks or not connections or not above or not 0 < cpu_used < cpu_limit:
         return None
     target = min(ceiling, dim.clip(connections))
     units = dim.to_unit(target) - dim.to_unit(top)
@@ -79,6 +83,7 @@ def look_at_far_end(
     ceiling: int,
     cpu_used: float,
     cpu_count: int,
+    queues_on_locks: bool,
 ) -> Generator[Request, None, bool]:
     """Look at the far end from ``top`` when :func:`far_end_size` allows it, by way of the
     size halfway there (in log size), which must be shown to tie with ``top`` within the
@@ -101,6 +106,7 @@ def look_at_far_end(
         max_loss=config.max_probe_loss,
         cpu_used=cpu_used,
         cpu_limit=config.far_end_cpu_share * cpu_count,
+        queues_on_locks=queues_on_locks,
     )
     if far is None:
         return False

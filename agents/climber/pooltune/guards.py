@@ -39,6 +39,14 @@ def measured_since(evidence: Evidence, knobs: Mapping[str, int], step: int) -> b
     return last is not None and last > step
 
 
+def queues_on_locks(evidence: Evidence, config: PooltuneConfig, knobs: Mapping[str, int]) -> bool:
+    """Statements queue on row locks at ``knobs``: the samples there show the lock signal at
+    ``lock_contention`` or more (MariaDB: row-lock waits per statement; PgBouncer: the share
+    of the pools' backends in a transaction that wait on a lock). More threads then only
+    add waiters, and fewer may gain (docs/climber.md, "Search")."""
+    return 0 < config.lock_contention <= evidence.signal("locks", knobs)
+
+
 def cpu_bound_below_cores(
     evidence: Evidence,
     config: PooltuneConfig,
@@ -57,8 +65,7 @@ def cpu_bound_below_cores(
     used = evidence.signal("cpu", reference)
     if used < config.cpu_cap_margin * probe_size:
         return None
-    locks = evidence.signal("locks", reference)
-    if 0 < config.lock_contention <= locks:
+    if queues_on_locks(evidence, config, reference):
         return None
     return (
         f"{size}={probe_size} not probed: the server uses {used:.1f} of {cpu_count} cores "
@@ -87,7 +94,7 @@ def lowest_probe(
     server may lose more than half there; a rounding inside ``epsilon`` is no loss). Where
     statements queue on row locks fewer threads may gain: any size. Where the server keeps
     its cores busy its threads wait for a core, not off it: down to the cores at least."""
-    if 0 < config.lock_contention <= evidence.signal("locks", base):
+    if queues_on_locks(evidence, config, base):
         return size.low
     bound = base[size.name] * math.exp(math.log1p(-config.max_probe_loss) - headroom)
     lowest = max(size.low, min(size.high, math.ceil(bound * (1.0 - config.epsilon) - 1e-9)))

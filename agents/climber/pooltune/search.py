@@ -160,6 +160,7 @@ class Search(Retests):
                     self._evidence.signal("host_cpu", self.top),
                 ),
                 cpu_count=self._cpu_count,
+                queues_on_locks=guards.queues_on_locks(self._evidence, cfg, self.top),
             )
         )
 

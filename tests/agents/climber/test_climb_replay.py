@@ -60,6 +60,18 @@ def test_a_pgbouncer_case_replays_its_pool_size_within_the_servers_bound() -> No
     assert space.size.name == "default_pool_size" and space.size.high == high
 
 
+def test_replayed_cases_carry_their_engines_lock_signal() -> None:
+    """PgBouncer's is the share of backends waiting on a lock (its profile's
+    ``pg_share_lock``), MariaDB's the row-lock waits per statement: hot rows show it on both
+    engines, reads on neither."""
+    cases = real_cases()
+    assert cases["pgbouncer-2core-v1:hot_rows-tx-c128"].lock_waits > 0.5
+    assert cases["pgbouncer-2core-v1:tpcb_like-tx-c32"].lock_waits > 0.2
+    assert cases["pgbouncer-2core-v1:select_only-tx-c64"].lock_waits == 0.0
+    assert cases["mariadb-2core-v2:hot_row_updates-c16"].lock_waits > 0.5
+    assert cases["mariadb-2core-v2:oltp_read_only-c16"].lock_waits < 0.01
+
+
 def test_a_replayed_size_reads_its_mean_whatever_else_was_asked() -> None:
     case = real_cases()["mariadb-2core-v1:io_bound_read_write-c64"]
     for point, size in enumerate(case.sizes):

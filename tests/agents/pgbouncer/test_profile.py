@@ -88,6 +88,25 @@ def test_an_interval_is_transactions_and_queries_per_second() -> None:
     assert sample.host_cpu_busy == busy.host_cpu_busy
 
 
+def test_a_sample_carries_the_share_of_backends_waiting_on_locks() -> None:
+    """The climber's lock signal: of 3 backends in a transaction per reading, 2 waited on a
+    heavyweight lock (hot rows); select-only waits on none; unsampled, unknown."""
+    first = snap(0.0, xacts=0, activity={"samples": 4, "in_xact": 12, "Lock": 8})
+    last = snap(2.0, xacts=100, activity={"samples": 6, "in_xact": 18, "Lock": 12})
+    rates = interval(first, last)
+    assert rates.lock_waits == pytest.approx(2 / 3)
+    assert rates.climber_sample({"default_pool_size": 8}, rates.tps).lock_waits == rates.lock_waits
+    idle = {"samples": 4, "in_xact": 12, "Lock": 0}
+    reads = interval(snap(0.0, xacts=0, activity=idle), snap(2.0, xacts=9, activity=idle))
+    assert reads.lock_waits is None  # no backend was in a transaction
+    busy = {"samples": 6, "in_xact": 20, "Lock": 0}
+    assert (
+        interval(snap(0.0, xacts=0, activity=idle), snap(2.0, xacts=9, activity=busy)).lock_waits
+        == 0.0
+    )
+    assert interval(snap(0.0, xacts=0), snap(2.0, xacts=9)).lock_waits is None
+
+
 def test_a_pool_opening_connections_for_waiting_clients_is_settling() -> None:
     def settling(before: float, after: float, waiting: float) -> bool | None:
         first = snap(0.0, xacts=0, waiting=waiting, active_servers=before)

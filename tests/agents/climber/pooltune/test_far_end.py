@@ -34,6 +34,7 @@ def _size(**changes: object) -> int | None:
         "max_loss": 0.4,
         "cpu_used": 1.2,
         "cpu_limit": 1.8,
+        "queues_on_locks": False,
     } | changes
     return far_end_size(DIM, 2, **arguments)  # type: ignore[arg-type]
 
@@ -57,6 +58,8 @@ def test_a_flat_shelf_above_the_best_on_idle_cores_is_worth_a_look_at_the_far_en
         {"above": [(64, -0.01)]},
         {"connections": 3.0},
         {"connections": None},
+        # Statements queue on row locks: more connections only queue there too.
+        {"queues_on_locks": True},
     ],
 )
 def test_no_look_where_the_curve_falls_the_cpus_are_saturated_or_nothing_is_known(
@@ -87,7 +90,11 @@ class ShelfThenOwnGroups(KneeCurve):
 
 
 def _final_sizes(
-    curve: KneeCurve, cpu_busy: float, seeds: int = 8, host_cpu_busy: float | None = None
+    curve: KneeCurve,
+    cpu_busy: float,
+    seeds: int = 8,
+    host_cpu_busy: float | None = None,
+    lock_waits: float | None = None,
 ) -> list[tuple[int, int]]:
     """(final size, largest size in force) of 300-sample climbs from the default."""
     out = []
@@ -100,7 +107,7 @@ def _final_sizes(
             noise=NoiseConfig(cv=0.05),
             seed=seed,
             sample_filter=lambda _, sample: replace(
-                sample, cpu_busy=cpu_busy, host_cpu_busy=host_cpu_busy
+                sample, cpu_busy=cpu_busy, host_cpu_busy=host_cpu_busy, lock_waits=lock_waits
             ),
         )
         out.append((run.sizes[-1], max(run.sizes)))
@@ -130,6 +137,20 @@ def test_a_host_saturated_by_other_processes_keeps_the_climber_off_the_far_end()
     assert all(largest < 16 for _, largest in saturated), saturated
     spare = [final for final, _ in _final_sizes(SHELF, cpu_busy=1.2, host_cpu_busy=1.5)]
     assert sum(final >= 64 for final in spare) >= 5, spare
+
+
+def test_statements_queueing_on_row_locks_keep_the_climber_off_the_far_end() -> None:
+    """Live, PgBouncer TPC-B-like × 128 (four branch rows every transaction updates) tied
+    from 6 to 24 server connections and ran at 0.64–0.80 of the start on the look at 128:
+    more connections only queue on the same rows. A shelf that falls 30 % there is looked
+    at without the lock signal, and not with it."""
+    queueing = ShelfThenOwnGroups(
+        rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2, lift=-0.3
+    )
+    looked = _final_sizes(queueing, cpu_busy=1.2, lock_waits=0.0)
+    assert any(largest >= 64 for _, largest in looked), looked
+    runs = _final_sizes(queueing, cpu_busy=1.2, lock_waits=0.6)
+    assert all(largest < 16 for _, largest in runs), runs
 
 
 def test_a_curve_falling_above_its_best_is_probed_at_most_halfway_to_the_far_end() -> None:
@@ -185,6 +206,7 @@ def _look(prober: _Prober) -> bool:
             ceiling=128,
             cpu_used=1.2,
             cpu_count=2,
+            queues_on_locks=False,
         )
     )
 
