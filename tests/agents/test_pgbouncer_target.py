@@ -288,7 +288,7 @@ def test_per_database_pool_sizes_go_through_the_ini(
 # -- profile -------------------------------------------------------------------------------
 
 
-def profile_of(
+def snapshots_of(
     target: PgBouncerTarget,
     pgbench: Pgbench,
     bouncer: PgBouncer,
@@ -296,7 +296,8 @@ def profile_of(
     *,
     clients: int = 8,
     seconds: float = 6.0,
-) -> WorkloadProfile:
+) -> list[Snapshot]:
+    """The target's snapshots every 0.5 s over ``seconds`` of ``script`` under pgbench."""
     run = pgbench.start(client_endpoint(bouncer), script, clients=clients, time_s=int(seconds) + 5)
     try:
         time.sleep(1.5)
@@ -305,9 +306,33 @@ def profile_of(
         while time.monotonic() < deadline:
             time.sleep(0.5)
             snapshots.append(target.read_counters())
-        return pgbouncer_profile.build_profile(snapshots)
+        return snapshots
     finally:
         run.stop()
+
+
+def profile_of(
+    target: PgBouncerTarget, pgbench: Pgbench, bouncer: PgBouncer, script: Script
+) -> WorkloadProfile:
+    return pgbouncer_profile.build_profile(snapshots_of(target, pgbench, bouncer, script))
+
+
+@pytest.mark.slow
+def test_samples_carry_the_lock_signal_of_hot_rows_and_not_of_reads(
+    target: PgBouncerTarget, pgbouncer: PgBouncer, pgbench: Pgbench
+) -> None:
+    """The climber's lock signal over each window: transactions updating two rows queue on
+    their row locks; select-only waits on none."""
+    target.check(read_only=True)
+
+    def lock_signal(script: Script) -> float | None:
+        snapshots = snapshots_of(target, pgbench, pgbouncer, script)
+        return pgbouncer_profile.interval(snapshots[0], snapshots[-1]).lock_waits
+
+    hot, reads = lock_signal(hot_row_script(2)), lock_signal(SELECT_ONLY)
+    assert hot is not None and hot > 0.2
+    # Select-only backends are rarely caught in a transaction at all (None: none was).
+    assert (reads or 0.0) < 0.05
 
 
 @pytest.mark.slow
