@@ -49,7 +49,7 @@ from agents.sweep import best_value, smallest_within_noise, within_noise
 from agents.sweep.stored import sweep_from_json
 from benchmarks.climb.scenarios import PAIRED_FAMILY, PGBOUNCER_FAMILY, REAL_FAMILY
 from benchmarks.live.cases import SAMPLE_S
-from trainer.sources.datasets import bundled, datasets_dir, load_dataset
+from trainer.sources.datasets import bundled, datasets_dir, load_dataset, row_extras
 
 #: The measured datasets replayed; one not assembled yet (no manifest) is skipped.
 DATASETS = ("mariadb-2core-v1", "mariadb-2core-v2", "pgbouncer-2core-v1")
@@ -257,8 +257,7 @@ def _lock_signal(row: pd.Series, engine: Engine) -> float:
     MariaDB's row-lock waits per statement, PgBouncer's share of backends in a transaction
     waiting on a lock (its profile's ``pg_share_lock``; 0 where unknown)."""
     if engine is Engine.PGBOUNCER:
-        extras = json.loads(row["extras"]) if isinstance(row["extras"], str) else {}
-        share = extras.get("pg_share_lock")
+        share = row_extras(row).get("pg_share_lock")
         return float(share) if isinstance(share, int | float) and math.isfinite(share) else 0.0
     return _per_statement(row["lock_waits_per_s"], row["qps"])
 

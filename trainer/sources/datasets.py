@@ -237,9 +237,14 @@ def _host_and_profile(row: Mapping[str, Any], dataset: str) -> tuple[HostFacts, 
         memory_bytes=int(row["memory_bytes"]),
     )
     fields = {name: _none_if_nan(row[name]) for name in PROFILE_COLUMNS if name != "extras"}
-    extras = row.get("extras")
-    fields["extras"] = json.loads(extras) if isinstance(extras, str) and extras else {}
+    fields["extras"] = row_extras(row)
     return host, WorkloadProfile.model_validate(fields)
+
+
+def row_extras(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A workload row's engine-specific extras, stored as a JSON text ({} when none)."""
+    extras = row.get("extras")
+    return json.loads(extras) if isinstance(extras, str) and extras else {}
 
 
 def _best_tuple(row: Mapping[str, Any], engine: Engine) -> dict[str, int]:
