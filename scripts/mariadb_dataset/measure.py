@@ -4,6 +4,7 @@ size (and, for some cases, oversubscribe and the stall limit) in interleaved rep
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 import zlib
@@ -49,6 +50,19 @@ class DatasetServer:
     @property
     def command_line(self) -> list[str]:
         return list(self.server.command_line)
+
+    @property
+    def alive(self) -> bool:
+        return self.server.process.poll() is None
+
+    def keep_log(self, path: Path) -> Path | None:
+        """Copy the server's error log to ``path`` (it goes with the server's directory
+        when the server stops); None when there is none."""
+        try:
+            shutil.copyfile(self.server.log_file, path)
+        except OSError:
+            return None
+        return path
 
     def close(self) -> None:
         self.target.close()

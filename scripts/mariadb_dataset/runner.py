@@ -117,6 +117,17 @@ def store(out: Path, record: CaseRecord, *, sysbench_log: Path) -> Path:
     return write_record(out, record)
 
 
+def keep_failure_log(server: DatasetServer, path: Path) -> None:
+    """Keep the server's error log of a failed case next to its sysbench log, and show
+    its tail: the server's own directory is removed when it stops."""
+    if server.keep_log(path) is None:
+        logger.error("the server left no error log")
+        return
+    logger.error(
+        "the server's error log is kept in %s; its end:\n%s", path, server.server.log_tail(15)
+    )
+
+
 def measure_cases(
     cases: Sequence[Case],
     *,
@@ -131,7 +142,8 @@ def measure_cases(
     on_engine_version: Callable[[str], None] = lambda _version: None,
 ) -> list[CaseRecord]:
     """Measure ``cases`` in order and store each; returns the records written. A failed
-    case is logged and skipped; ``on_engine_version`` may refuse a server (raise) before
+    case is logged and skipped, its server's error log kept in ``work_dir`` (a server that
+    died starts again for the next case); ``on_engine_version`` may refuse a server (raise) before
     anything is measured on it."""
     work_dir.mkdir(parents=True, exist_ok=True)
     last_use = {case.workload.server: index for index, case in enumerate(cases)}
@@ -167,6 +179,10 @@ def measure_cases(
                 if stop.is_set():
                     break
                 logger.exception("case %s failed; going on", case.workload_id)
+                keep_failure_log(server, work_dir / f"{case.workload_id}.mariadb-error.log")
+                if not server.alive:
+                    logger.error("the %s server died; the next case starts it again", name)
+                    servers.pop(name).close()
                 continue
             record = make_record(
                 measured,

@@ -94,3 +94,43 @@ def test_a_server_with_binary_logging_is_the_same_release(tmp_path: Path) -> Non
     assert record.server["version"] == host["engine_version"] + BINLOG_SUFFIX
     assert record.host["engine_version"] == host["engine_version"]
     assert "--log-bin=binlog" in " ".join(record.server["command_line"])
+
+
+def test_a_server_that_dies_leaves_its_log_and_the_next_case_gets_a_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lab server is killed during the first case: that case fails with the server's
+    error log kept in the work directory, and the second case runs on a server started
+    again."""
+    from scripts.mariadb_dataset import runner
+
+    first, second = select_cases(
+        catalog("v2"), patterns=["oltp_point_select-c4", "oltp_point_select-c16"]
+    )
+    real = runner.measure_case
+    pids: list[int] = []
+
+    def dying(server, case, timing, **kwargs):  # type: ignore[no-untyped-def]
+        pids.append(server.server.process.pid)
+        if case is first:
+            server.server.process.kill()
+            server.server.process.wait()
+            raise RuntimeError("lost connection to the server")
+        return real(server, case, timing, **kwargs)
+
+    monkeypatch.setattr(runner, "measure_case", dying)
+    written = measure_cases(
+        [first, second],
+        dataset="mariadb-2core-v2",
+        out=tmp_path / "out",
+        timing=dataclasses.replace(SHORT, size_grid=(2,)),
+        host=host_facts(),
+        work_dir=tmp_path / "work",
+        stop=threading.Event(),
+        busy_cores=64.0,
+        command="test",
+    )
+    assert [r.workload_id for r in written] == [second.workload_id]
+    assert len(set(pids)) == 2
+    kept = tmp_path / "work" / f"{first.workload_id}.mariadb-error.log"
+    assert "ready for connections" in kept.read_text()
