@@ -103,11 +103,11 @@ def test_a_server_that_dies_leaves_its_log_and_the_next_case_gets_a_new_one(
     error log kept in the work directory, and the second case runs on a server started
     again."""
     from scripts.mariadb_dataset import runner
+    from scripts.mariadb_dataset.measure import measure_case as real
 
     first, second = select_cases(
         catalog("v2"), patterns=["oltp_point_select-c4", "oltp_point_select-c16"]
     )
-    real = runner.measure_case
     pids: list[int] = []
 
     def dying(server, case, timing, **kwargs):  # type: ignore[no-untyped-def]
