@@ -126,6 +126,8 @@ def dataset_command(args: argparse.Namespace) -> str:
         options.append("--quick")
     if args.out is not None:
         options += ["--out", str(args.out)]
+    if args.allow_other_machine:
+        options.append("--allow-other-machine")
     return f"{COMMAND} {shlex.join(options)}"
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pandas as pd
 
 from scripts.mariadb_dataset.cases import Catalog, Timing
 from scripts.mariadb_dataset.readme import readme
-from scripts.mariadb_dataset.records import CASES_DIR, RECORD_FILE
+from scripts.mariadb_dataset.records import CASES_DIR, RECORD_FILE, CaseRecord
 from scripts.mariadb_dataset.resume import CaseState, counts_as_done, mixed_machines
 from scripts.mariadb_dataset.tables import build_tables
 from trainer.sources.datasets import write_dataset
@@ -87,6 +88,7 @@ def assemble(
         "busy_cores": busy_cores,
         "other_cpu_cores_mean": float(workloads["other_cpu_cores"].mean()),
         "mixed_machines": mixed,
+        "hosts": host_groups(records),
         "notes": list(catalog.notes),
     }
     manifest = write_dataset(
@@ -110,3 +112,12 @@ def assemble(
     if missing:
         logger.warning("partial dataset: %d case(s) missing", len(missing))
     return manifest, workloads
+
+
+def host_groups(records: Sequence[CaseRecord]) -> list[dict[str, Any]]:
+    """The machines the cases were measured on: CPU model and kernel, with how many cases
+    each, in order of first use."""
+    counts: Counter[tuple[str, str]] = Counter(
+        (str(r.host.get("cpu_model", "")), str(r.host.get("kernel", ""))) for r in records
+    )
+    return [{"cpu_model": m, "kernel": k, "cases": n} for (m, k), n in counts.items()]

@@ -52,7 +52,12 @@ CATALOG = replace(
     cases=cases,
     quick_cases=quick_cases,
     timing=PAIRED_TIMING,
-    summary=catalog_v2.CATALOG.summary
-    + " The same cases as v2 (without the secondary sweeps), each pool size measured side"
-    " by side with the engine default in 2-s visits, 20 times: paired sweeps.",
+    summary=(
+        "v2's cases, pool size only: OLTP mixes at 4–256 clients, CPU-heavy statements, "
+        "hot-row and secondary-index contention, server-side waits of 1, 10 and 50 ms, long "
+        "statements among short ones, fsync-bound commits, read IO through a small buffer "
+        "pool, mixed and phased loads, and the server pinned to one core. Paired sweeps: "
+        "each pool size's visit sits between visits of the engine default, and is read as "
+        "a ratio to them."
+    ),
 )

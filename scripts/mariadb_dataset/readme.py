@@ -68,6 +68,38 @@ def workloads_list(catalog: Catalog, names: list[str]) -> str:
     return "\n".join(lines)
 
 
+def secondary_sentence(cases: int, timing: dict[str, Any]) -> str:
+    """What the README says of the oversubscribe and stall-limit sweeps (nothing without)."""
+    if not cases:
+        return ""
+    return (
+        f"{cases} case(s) also sweep `thread_pool_oversubscribe` "
+        f"{list(timing['oversubscribe_grid'])} and `thread_pool_stall_limit` "
+        f"{list(timing['stall_grid'])} (at the default size, "
+        f"{timing['secondary_repeats']} repeats). "
+    )
+
+
+def machines(hosts: list[dict[str, Any]]) -> dict[str, str]:
+    """The host fields of a dataset measured on more than one machine (``--allow-other-
+    machine``): each CPU model with its count of cases, and the kernel builds; empty for
+    one machine, whose fields come from its facts."""
+    models: dict[str, int] = {}
+    for host in hosts:
+        models[host["cpu_model"]] = models.get(host["cpu_model"], 0) + int(host["cases"])
+    kernels = list(dict.fromkeys(str(h["kernel"]) for h in hosts))
+    fields = {}
+    if len(models) > 1:
+        fields["cpu_model"] = "; ".join(
+            f"{m}: {n} case{'s' if n != 1 else ''}" for m, n in models.items()
+        )
+    if len(kernels) > 1:
+        fields["kernel"] = (
+            f"{kernels[0]} … {kernels[-1]} ({len(kernels)} builds; each case's in its `case.json`)"
+        )
+    return fields
+
+
 def readme(
     manifest: dict[str, Any],
     *,
@@ -80,8 +112,10 @@ def readme(
     timing = description["timing"]
     host = description["host"]
     secondary_cases = curves.loc[curves["knob"] != SIZE, "workload_id"].unique()
+    fields = common_fields(manifest, description=description, machine=host, workloads=workloads)
+    fields |= machines(description.get("hosts", []))
     return Template(TEMPLATE.read_text()).substitute(
-        common_fields(manifest, description=description, machine=host, workloads=workloads),
+        fields,
         sysbench_version=host["sysbench_version"],
         host_load=host_load(
             workloads["other_cpu_cores"],
@@ -93,7 +127,7 @@ def readme(
         workloads=workloads_list(catalog, list(dict.fromkeys(workloads["workload"]))),
         summary=catalog.summary,
         kinds=", ".join(f"`{k}`" for k in dict.fromkeys(workloads["kind"])),
-        secondary_count=len(secondary_cases),
+        secondary=secondary_sentence(len(secondary_cases), timing),
         measuring_minutes=f"{description['measuring_minutes']:.0f}",
         busy_cores=f"{description['busy_cores']:g}",
         commands="\n".join(
@@ -101,9 +135,6 @@ def readme(
             for row in workloads.to_dict(orient="records")
         ),
         grid_points=len(timing["size_grid"]),
-        oversubscribe_grid=list(timing["oversubscribe_grid"]),
-        stall_grid=list(timing["stall_grid"]),
-        secondary_repeats=timing["secondary_repeats"],
         results_table=results_table(workloads),
         secondary_table=secondary_table(curves),
     )

@@ -106,3 +106,13 @@ def test_cases_from_two_machines_are_not_assembled_silently(tmp_path: Path) -> N
     assert manifest["description"]["mixed_machines"]
     workloads = load_dataset(tmp_path).workloads.set_index("workload_id")
     assert workloads.loc["pinned_read_only-c64", "engine_version"] == "11.4.2-MariaDB"
+
+
+def test_a_dataset_of_two_hosts_names_both_in_its_readme(tmp_path: Path) -> None:
+    other = HOST | {"cpu_model": "Intel(R) Xeon(R) Processor", "kernel": "6.1.0-99"}
+    states = _stored(tmp_path, host_of={"pinned_read_only-c64": other})
+    manifest, _ = _assemble(tmp_path, states, allow_other_machine=True)
+    assert [h["cases"] for h in manifest["description"]["hosts"]] == [2, 1]
+    readme = (tmp_path / "README.md").read_text()
+    assert f"({HOST['cpu_model']}: 2 cases; Intel(R) Xeon(R) Processor: 1 case)" in readme
+    assert f"Linux {HOST['kernel']} … 6.1.0-99 (2 builds;" in readme
