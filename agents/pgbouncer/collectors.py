@@ -81,6 +81,8 @@ class Scope:
     databases: frozenset[str] = frozenset()
     pg_databases: frozenset[str] = frozenset()
     server_pids: tuple[int, ...] = ()
+    #: The PgBouncer database each of those backends serves (SHOW SERVERS).
+    server_databases: dict[int, str] = field(default_factory=dict)
     #: Whether the server pids are known (SHOW SERVERS worked this time).
     servers_known: bool = False
 
@@ -163,11 +165,13 @@ class ServersCollector:
     min_version: tuple[int, int] = (1, 8)
 
     def collect(self, runner: QueryRunner) -> Collected:
-        pids = []
+        pids: dict[int, str] = {}
         for row in _named(runner, "SHOW SERVERS"):
-            if self.scope.includes(str(row.get("database"))) and row.get("remote_pid"):
-                pids.append(int(_number(row["remote_pid"])))
-        self.scope.server_pids = tuple(sorted(set(pids)))
+            database = str(row.get("database"))
+            if self.scope.includes(database) and row.get("remote_pid"):
+                pids[int(_number(row["remote_pid"]))] = database
+        self.scope.server_pids = tuple(sorted(pids))
+        self.scope.server_databases = pids
         self.scope.servers_known = True
         return Collected(gauges={"pgb_servers": float(len(pids))})
 
@@ -300,9 +304,11 @@ class StatementsCollector:
         return collected
 
 
-def activity_counter(kind: str) -> str:
-    """The cumulative counter of backends sampled in ``kind`` (a wait class, ``cpu``, …)."""
-    return f"pga_{kind.lower()}"
+def activity_counter(kind: str, database: str | None = None) -> str:
+    """The cumulative counter of backends sampled in ``kind`` (a wait class, ``cpu``, …),
+    of every tuned pool or of ``database``'s."""
+    name = f"pga_{kind.lower()}"
+    return f"{name}@{database}" if database else name
 
 
 #: What the activity sampler counts: samples taken, backends seen, backends in a
@@ -328,7 +334,11 @@ class ActivityCollector:
     """Samples of ``pg_stat_activity`` over the pools' backends, added up into cumulative
     counters: how many backends were sampled in a transaction, on CPU (active with no wait
     event: running or runnable) or waiting in each wait class. Over a window, Δ of one
-    over Δ``pga_samples`` is the mean number of backends in that state."""
+    over Δ``pga_samples`` is the mean number of backends in that state.
+
+    When SHOW SERVERS told which PgBouncer database each backend serves, every tuned
+    database also gets its own counters (``pga_<kind>@<database>``, counted on those reads
+    only), so that one pool's lock queueing is not read as another's."""
 
     scope: Scope
     name: str = "pg_stat_activity"
@@ -336,6 +346,9 @@ class ActivityCollector:
     totals: dict[str, float] = field(default_factory=_zero_activity)
 
     def collect(self, runner: QueryRunner) -> Collected:
+        for database in self.scope.databases:
+            for kind in ACTIVITY_KINDS:
+                self.totals.setdefault(activity_counter(kind, database), 0.0)
         if self.scope.servers_known:
             pids = ", ".join(str(pid) for pid in self.scope.server_pids) or "NULL"
             which = f"pid IN ({pids})"
@@ -345,26 +358,37 @@ class ActivityCollector:
                 which += f" AND datname IN ({_sql_list(self.scope.pg_databases)})"
         rows = _named(
             runner,
-            f"{AGENT_MARK} SELECT state, wait_event_type, count(*) AS backends "
-            f"FROM pg_stat_activity WHERE {which} AND pid <> pg_backend_pid() "
-            "GROUP BY state, wait_event_type",
+            f"{AGENT_MARK} SELECT pid, state, wait_event_type "
+            f"FROM pg_stat_activity WHERE {which} AND pid <> pg_backend_pid()",
         )
-        sample = dict.fromkeys(ACTIVITY_KINDS, 0.0)
-        sample["samples"] = 1.0
+        owners = self.scope.server_databases if self.scope.servers_known else {}
+        samples: dict[str | None, dict[str, float]] = {None: _activity_sample()}
+        if owners:
+            for database in self.scope.databases | set(owners.values()):
+                samples[database] = _activity_sample()
         for row in rows:
-            count = _number(row.get("backends"))
-            state = str(row.get("state") or "")
-            wait = row.get("wait_event_type")
-            sample["backends"] += count
-            if state == "idle":
-                continue
-            sample["in_xact"] += count
-            if state != "active":  # idle in transaction: the client holds the connection
-                kind = "idle_in_xact"
-            else:
-                sample["active"] += count
-                kind = "cpu" if wait is None else str(wait) if wait in WAIT_CLASSES else "other"
-            sample[kind] += count
-        for kind, count in sample.items():
-            self.totals[activity_counter(kind)] += count
+            kinds = backend_kinds(str(row.get("state") or ""), row.get("wait_event_type"))
+            owner = owners.get(int(_number(row.get("pid"))))
+            for key in {None, owner}:
+                for kind in kinds:
+                    samples[key][kind] += 1.0
+        for pool, sample in samples.items():
+            for kind, count in sample.items():
+                name = activity_counter(kind, pool)
+                self.totals[name] = self.totals.get(name, 0.0) + count
         return Collected(counters=dict(self.totals))
+
+
+def _activity_sample() -> dict[str, float]:
+    return dict.fromkeys(ACTIVITY_KINDS, 0.0) | {"samples": 1.0}
+
+
+def backend_kinds(state: str, wait: object) -> tuple[str, ...]:
+    """What one sampled backend counts as (:data:`ACTIVITY_KINDS`): every backend is seen;
+    one in a transaction is active (on CPU or in a wait class) or idle in it."""
+    if state == "idle":
+        return ("backends",)
+    if state != "active":  # idle in transaction: the client holds the connection
+        return ("backends", "in_xact", "idle_in_xact")
+    kind = "cpu" if wait is None else str(wait) if wait in WAIT_CLASSES else "other"
+    return ("backends", "in_xact", "active", kind)

@@ -4,9 +4,10 @@ climbs it unchanged.
 The view's only knob is the engine's pool size knob, ``default_pool_size``, standing for
 the database's own ``pool_size`` (read and changed in the ini by the shared
 :class:`~agents.targets.pgbouncer.PgBouncerTarget`, under the pool budget). Its snapshots are
-the shared target's with the throughput counters, the latency and the client gauges of that
-database only (:func:`pool_snapshot`): the climb follows the pool's own transactions. The
-PostgreSQL figures (CPU, wait events, WAL) stay the server's: the pools share it. See
+the shared target's with the throughput counters, the latency, the client gauges and the
+sampled backends' states (the lock signal among them) of that database only
+(:func:`pool_snapshot`): the climb follows the pool's own transactions and lock waits. The
+other PostgreSQL figures (CPU, WAL) stay the server's: the pools share it. See
 docs/pgbouncer.md, "Several pools".
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from agents import knobs as knob_catalog
 from agents.collectors import CollectorSet
 from agents.knobs import Engine
-from agents.pgbouncer.collectors import PER_DATABASE_COUNTERS
+from agents.pgbouncer.collectors import ACTIVITY_KINDS, PER_DATABASE_COUNTERS, activity_counter
 from agents.targets.base import KnobApplyError, Snapshot, TargetInfo
 from agents.targets.pgbouncer import PgBouncerTarget
 from agents.wire import HostFacts
@@ -31,10 +32,16 @@ _POOL_GAUGES = ("cl_active", "cl_waiting", "sv_active")
 
 def pool_snapshot(snapshot: Snapshot, database: str) -> Snapshot:
     """``snapshot`` as one pool's: its transactions, queries, transaction and wait times,
-    latency totals and clients (active, waiting) are ``database``'s."""
+    latency totals, clients (active, waiting) and, where SHOW SERVERS told them apart, its
+    sampled backends' states are ``database``'s."""
     counters = dict(snapshot.counters)
     for name in PER_DATABASE_COUNTERS:
         counters[name] = snapshot.counters.get(f"{name}@{database}", 0.0)
+    if activity_counter("samples", database) in snapshot.counters:
+        for kind in ACTIVITY_KINDS:
+            counters[activity_counter(kind)] = snapshot.counters.get(
+                activity_counter(kind, database), 0.0
+            )
     gauges = dict(snapshot.gauges)
     pools = 0
     for column in _POOL_GAUGES:

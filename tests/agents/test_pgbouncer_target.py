@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from agents.pgbouncer import profile as pgbouncer_profile
+from agents.pgbouncer.view import pool_snapshot
 from agents.targets.base import KnobApplyError, Snapshot, Target, TargetMisconfigured
 from agents.targets.pgbouncer import PgBouncerTarget
 from agents.wire import WorkloadProfile
@@ -333,6 +334,44 @@ def test_samples_carry_the_lock_signal_of_hot_rows_and_not_of_reads(
     assert hot is not None and hot > 0.2
     # Select-only backends are rarely caught in a transaction at all (None: none was).
     assert (reads or 0.0) < 0.05
+
+
+@pytest.mark.slow
+def test_each_pool_reads_its_own_lock_signal(
+    pgbouncer_factory: PgBouncerFactory, pgbench: Pgbench
+) -> None:
+    """Two pools on one PostgreSQL database: hot-row updates through one, 5-ms sleeps
+    (in a transaction, waiting on no lock) through the other. Each pool's view reads its
+    own backends' lock share, so the sleeping pool is not taken for one queueing on row
+    locks."""
+    bouncer = pgbouncer_factory()
+    pools = PgBouncerTarget(target_settings(bouncer, pools=["bench", "bench2"]))
+    runs = [
+        pgbench.start(client_endpoint(bouncer, "bench"), hot_row_script(2), clients=8, time_s=12),
+        pgbench.start(client_endpoint(bouncer, "bench2"), sleep_script(5), clients=8, time_s=12),
+    ]
+    try:
+        pools.check(read_only=True)
+        time.sleep(1.5)
+        first = pools.read_counters()
+        time.sleep(6.0)
+        last = pools.read_counters()
+    finally:
+        for run in runs:
+            run.stop()
+        pools.close()
+
+    def signal(database: str | None) -> float | None:
+        if database is None:
+            return pgbouncer_profile.interval(first, last).lock_waits
+        view = pool_snapshot(first, database), pool_snapshot(last, database)
+        return pgbouncer_profile.interval(*view).lock_waits
+
+    hot, sleeping, both = signal("bench"), signal("bench2"), signal(None)
+    assert hot is not None and hot > 0.2
+    assert sleeping is not None and sleeping < 0.05
+    # Every tuned pool's backends together: the hot pool's waits, diluted by the other's.
+    assert both is not None and sleeping < both < hot
 
 
 @pytest.mark.slow
