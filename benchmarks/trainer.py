@@ -2,7 +2,7 @@
 ranges and predicted gains, widening out of distribution, inference time.
 
     .venv/bin/python -m benchmarks.trainer [--trials 20] [--sim sim-v1]
-        [--real mariadb-2core-v1,mariadb-2core-v2]
+        [--real mariadb-2core-v1,mariadb-2core-v2,mariadb-2core-v4]
         [--weighting weights:0.1] [--compare finetune]
     .venv/bin/python -m benchmarks.trainer --sim '' --real pgbouncer-2core-v1
 
@@ -39,6 +39,7 @@ from agents.knobs import Engine  # noqa: E402
 from service.recommendations.intervals import REAL, SIMULATED, pick  # noqa: E402
 from service.recommendations.tuple_model import TupleModel  # noqa: E402
 from trainer.artifact import artifact_bytes  # noqa: E402
+from trainer.bootstrap import bundled_by_domain  # noqa: E402
 from trainer.evaluation import Score, score_tuple_model  # noqa: E402
 from trainer.examples import OPTIONAL_MEASUREMENTS, Example, holdout_split  # noqa: E402
 from trainer.pipeline import BASELINES, MIN_GROUPS, TrainOutcome, real_verdict, train  # noqa: E402
@@ -261,7 +262,7 @@ def done_when(
     elif real is not None:
         lgbm = real.scores["lightgbm"].regret.mean
         default = real.scores["default"].regret.mean
-        note = f"(on {real_name}; the done-when asks it of mariadb-2core-v2)"
+        note = f"(on {real_name}; the done-when asks it of the v2 catalog: v2 and v4)"
         versus = real.versus("lightgbm", "default")
         interval = (
             ""
@@ -331,8 +332,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sim", default="sim-v1", help="simulated dataset ('' none)")
     parser.add_argument(
         "--real",
-        default="mariadb-2core-v1,mariadb-2core-v2",
-        help="real dataset(s), comma-separated ('' none)",
+        default=",".join(bundled_by_domain(Engine.MARIADB)[1]),
+        help="real dataset(s), comma-separated ('' none; default: what MariaDB's bootstrap "
+        "learns from)",
     )
     parser.add_argument("--weighting", default="weights:0.1", help="kind:real_share")
     parser.add_argument(

@@ -17,7 +17,7 @@ from trainer.sources import datasets
 
 #: The bundled datasets each engine's bootstrap learns from (those not there are skipped).
 BOOTSTRAP_DATASETS: Mapping[Engine, tuple[str, ...]] = {
-    Engine.MARIADB: ("sim-v2", "mariadb-2core-v1", "mariadb-2core-v2"),
+    Engine.MARIADB: ("sim-v2", "mariadb-2core-v1", "mariadb-2core-v2", "mariadb-2core-v4"),
     Engine.PGBOUNCER: ("pgbouncer-2core-v1",),
 }
 #: The fewest workload groups a dataset must have for bootstrap to train on it.
