@@ -3,7 +3,7 @@ ranges and predicted gains, widening out of distribution, inference time.
 
     .venv/bin/python -m benchmarks.trainer [--trials 20] [--sim sim-v1]
         [--real mariadb-2core-v1,mariadb-2core-v2,mariadb-2core-v4]
-        [--weighting weights:0.1] [--compare finetune]
+        [--weighting weights:0.3] [--compare finetune]
     .venv/bin/python -m benchmarks.trainer --sim '' --real pgbouncer-2core-v1
 
 Trains as ``pooltune-trainer train`` does (trainer.pipeline) on the simulated dataset's
@@ -48,7 +48,7 @@ from trainer.refit import fit_calibrated  # noqa: E402
 from trainer.repeatability import repeatability, time_dominated_cases  # noqa: E402
 from trainer.search import SearchConfig, validation_split  # noqa: E402
 from trainer.sources import datasets  # noqa: E402
-from trainer.weighting import DomainWeighting  # noqa: E402
+from trainer.weighting import DEFAULT_REAL_SHARE, DomainWeighting  # noqa: E402
 
 #: Figures of the issue's done-when (issue 16: real and simulated; issue 20: predicted gain).
 SIM_P90_MAX = 0.02
@@ -336,7 +336,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="real dataset(s), comma-separated ('' none; default: what MariaDB's bootstrap "
         "learns from)",
     )
-    parser.add_argument("--weighting", default="weights:0.1", help="kind:real_share")
+    parser.add_argument(
+        "--weighting", default=f"weights:{DEFAULT_REAL_SHARE:g}", help="kind:real_share"
+    )
     parser.add_argument(
         "--compare", default="finetune", help="other weightings to refit, e.g. finetune,weights:1"
     )

@@ -20,7 +20,7 @@ from trainer.examples import Example
 STRATEGIES = ("weights", "finetune")
 #: The default real share, chosen on the real leave-one-workload-out figure (docs/trainer.md,
 #: "Real and simulated").
-DEFAULT_REAL_SHARE = 0.1
+DEFAULT_REAL_SHARE = 0.3
 
 
 @dataclass(frozen=True)
