@@ -363,13 +363,13 @@ class ActivityCollector:
         )
         owners = self.scope.server_databases if self.scope.servers_known else {}
         samples: dict[str | None, dict[str, float]] = {None: _activity_sample()}
-        if owners:
-            for database in self.scope.databases | set(owners.values()):
+        if owners:  # the listed pools only: a lone target is the whole already
+            for database in self.scope.databases:
                 samples[database] = _activity_sample()
         for row in rows:
             kinds = backend_kinds(str(row.get("state") or ""), row.get("wait_event_type"))
             owner = owners.get(int(_number(row.get("pid"))))
-            for key in {None, owner}:
+            for key in (None, owner) if owner in samples else (None,):
                 for kind in kinds:
                     samples[key][kind] += 1.0
         for pool, sample in samples.items():

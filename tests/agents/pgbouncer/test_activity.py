@@ -97,3 +97,12 @@ def test_without_show_servers_a_pool_reads_no_lock_share_of_its_own() -> None:
     assert whole == pytest.approx(2 / 5)
     # Zero samples of pool a's own: its view has no share of its own to give.
     assert pgbouncer_profile.lock_share(pool_snapshot(first, "a"), pool_snapshot(last, "a")) is None
+
+
+def test_a_lone_target_counts_the_whole_only() -> None:
+    """Without listed pools the target is one pool: no per-database counters."""
+    scope = Scope()
+    collector, runner = ActivityCollector(scope), Scripted(SERVERS, BACKENDS)
+    last = sample(scope, collector, runner, 0.0)
+    assert not [name for name in last.counters if name.startswith("pga_") and "@" in name]
+    assert last.counters[activity_counter("lock")] == 2.0
