@@ -11,6 +11,8 @@ why: docs/datasets.md.
     .venv/bin/python -m scripts.make_mariadb_dataset --assemble [--partial]
     .venv/bin/python -m scripts.make_mariadb_dataset --dataset v1           # v1, as it was
     .venv/bin/python -m scripts.make_mariadb_dataset --quick                # smoke run
+    .venv/bin/python -m scripts.make_mariadb_dataset --dataset v4 --out DIR --cases ID --settle 3
+        # a case again, 3 s dropped after each change (docs/datasets.md, "Paired 2-s visits")
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from scripts.mariadb_dataset.cases import (
     REPO,
     Case,
     Catalog,
+    Timing,
     select_cases,
 )
 from scripts.mariadb_dataset.catalogs import CATALOGS, LATEST, catalog
@@ -97,8 +100,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="mix cases from another host, CPU, MariaDB or sysbench version",
     )
     parser.add_argument("--redo", action="store_true", help="measure the selected cases again")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=None,
+        metavar="S",
+        help="drop S seconds after each change, each visit longer by as much (needs --out: "
+        "such cases are not the catalog's)",
+    )
     args = parser.parse_args(argv)
     args.catalog = catalog(args.dataset)
+    if args.settle is not None and (args.out is None or args.settle <= 0):
+        parser.error("--settle: give seconds > 0, and an --out of their own")
     try:
         args.selected = select_cases(
             args.catalog,
@@ -109,6 +122,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     except ValueError as exc:
         parser.error(str(exc))
     return args
+
+
+def run_timing(args: argparse.Namespace) -> Timing:
+    """The timing this run measures and judges stored cases with: the catalog's, or the
+    smoke run's (paired when the catalog is); with ``--settle``, its longer discard."""
+    known: Catalog = args.catalog
+    timing = replace(QUICK_TIMING, paired=known.timing.paired) if args.quick else known.timing
+    return timing if args.settle is None else timing.settled(args.settle)
 
 
 def output_dir(args: argparse.Namespace, name: str) -> Path:
@@ -128,6 +149,8 @@ def dataset_command(args: argparse.Namespace) -> str:
         options += ["--out", str(args.out)]
     if args.allow_other_machine:
         options.append("--allow-other-machine")
+    if args.settle is not None:
+        options += ["--settle", f"{args.settle:g}"]
     return f"{COMMAND} {shlex.join(options)}"
 
 
@@ -157,8 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known: Catalog = args.catalog
     host = host_facts()
     name = known.dataset_name(int(host["cpu_count"]))
-    # A smoke run of a paired catalog pairs its short sweeps too.
-    timing = replace(QUICK_TIMING, paired=known.timing.paired) if args.quick else known.timing
+    timing = run_timing(args)
     out = output_dir(args, name)
     records = read_records(out)
     for difference in noted_differences(records.values(), host):
@@ -267,7 +289,7 @@ def measure(
             chosen,
             dataset=name,
             out=out,
-            timing=QUICK_TIMING if args.quick else args.catalog.timing,
+            timing=run_timing(args),
             host=host,
             work_dir=work_dir,
             stop=stop,
@@ -289,7 +311,7 @@ def write(
             out,
             name=name,
             catalog=args.catalog,
-            timing=QUICK_TIMING if args.quick else args.catalog.timing,
+            timing=run_timing(args),
             states=states,
             command=dataset_command(args),
             busy_cores=args.busy_cores,

@@ -8,7 +8,7 @@ import fnmatch
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +191,14 @@ class Timing:
         that ends first fails the case (v3's wait_10ms-c256 swept for 448 s, estimated 383
         s); the load is stopped when the sweep ends."""
         return math.ceil(1.5 * self.case_seconds(case) + 60)
+
+    def settled(self, seconds: float) -> Timing:
+        """This timing with ``seconds`` dropped after each change instead, each visit longer
+        by as much, so that a visit keeps as many samples: for a server whose queue carries
+        a pool size's state into the next visit for longer than the usual discard."""
+        discard = max(self.discard_samples, math.ceil(seconds / self.sample_period_s - 1e-9))
+        extra = (discard - self.discard_samples) * self.sample_period_s
+        return replace(self, discard_samples=discard, dwell_s=self.dwell_s + extra)
 
     def as_dict(self) -> dict[str, Any]:
         """The timing as stored with every case; ``paired`` only when set, so that the

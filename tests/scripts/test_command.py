@@ -70,3 +70,27 @@ def test_a_finished_catalog_is_assembled_without_measuring(
     assert sorted(dataset.workloads["workload_id"]) == sorted(c.workload_id for c in quick)
     assert dataset.manifest["command"].endswith(f"--dataset v2 --quick --out {tmp_path}")
     assert "wrote" in capsys.readouterr().out
+
+
+def test_settle_lengthens_each_visit_by_the_seconds_it_drops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--settle 3`` on v4's paired 2-s visits (1 s dropped): 3 s dropped, 4-s visits, one
+    sample kept of each as before; the catalog's own directory is refused."""
+    paired = catalog("v4").timing
+    settled = paired.settled(3)
+    assert (settled.discard_samples, settled.dwell_s) == (3, 4.0)
+    assert settled.dwell_s - settled.discard_samples == paired.dwell_s - paired.discard_samples
+    assert paired.settled(0.5) == paired  # never shorter than the catalog's
+    with pytest.raises(SystemExit):
+        make_mariadb_dataset.main(["--dataset", "v4", "--settle", "3", "--list"])
+    assert "--settle" in capsys.readouterr().err
+    code = make_mariadb_dataset.main(
+        ["--dataset", "v4", "--out", str(tmp_path), "--cases", "hot_rows-c16"]
+        + ["--settle", "3", "--list"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "pending  hot_rows-c16" in out
+    # Twice the catalog's 2-s visits, plus the same setup: about twice its minutes.
+    (case,) = select_cases(catalog("v4"), patterns=["hot_rows-c16"])
+    assert settled.case_seconds(case) > 1.8 * paired.case_seconds(case)
