@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from scripts.mariadb_dataset.cases import Catalog, Timing
+from scripts.mariadb_dataset.cases import Case, Catalog, Timing
 from scripts.mariadb_dataset.readme import readme
 from scripts.mariadb_dataset.records import CASES_DIR, RECORD_FILE, CaseRecord
 from scripts.mariadb_dataset.resume import CaseState, counts_as_done, mixed_machines
@@ -80,6 +80,7 @@ def assemble(
             for r in reversed(records)  # the first case of each server wins
         },
         "timing": timing.as_dict(),
+        "settled": settled_cases([s.case for s in used], timing),
         "cases": [r.workload_id for r in records],
         "cases_missing": missing,
         "case_files": f"{CASES_DIR}/<workload_id>/{RECORD_FILE}",
@@ -112,6 +113,20 @@ def assemble(
     if missing:
         logger.warning("partial dataset: %d case(s) missing", len(missing))
     return manifest, workloads
+
+
+def settled_cases(cases: Sequence[Case], timing: Timing) -> dict[str, dict[str, float]]:
+    """The cases measured with a longer discard than ``timing``'s (``Case.settle_s``): their
+    samples dropped after each change and their visits' length."""
+    settled = {}
+    for case in cases:
+        own = timing.for_case(case)
+        if own != timing:
+            settled[case.workload_id] = {
+                "discard_samples": own.discard_samples,
+                "dwell_s": own.dwell_s,
+            }
+    return settled
 
 
 def host_groups(records: Sequence[CaseRecord]) -> list[dict[str, Any]]:

@@ -123,6 +123,9 @@ class Case:
     secondary: bool = False
     #: Pool sizes measured on top of the timing's grid (loads whose optimum may lie above it).
     extra_sizes: tuple[int, ...] = ()
+    #: Seconds dropped after each change instead of the timing's (:meth:`Timing.settled`):
+    #: a load whose queue carries a pool size's state into the next visit.
+    settle_s: float = 0.0
 
     @property
     def workload_id(self) -> str:
@@ -164,11 +167,16 @@ class Timing:
             **run,
         )
 
+    def for_case(self, case: Case) -> Timing:
+        """The timing ``case`` is measured with: this one, settled where the case asks."""
+        return self.settled(case.settle_s) if case.settle_s > 0 else self
+
     def size_plan(self, case: Case, **run: Any) -> SweepPlan:
         """The pool-size sweep of ``case``: the grid ``repeats`` times and, paired, the
         reference before every other size and once at the end."""
-        reference = paired_reference() if self.paired else None
-        return self.plan(SIZE, self.sizes(case), self.repeats, reference=reference, **run)
+        timing = self.for_case(case)
+        reference = paired_reference() if timing.paired else None
+        return timing.plan(SIZE, timing.sizes(case), timing.repeats, reference=reference, **run)
 
     def size_visits(self, case: Case) -> int:
         """Visits of the pool-size sweep."""
@@ -176,13 +184,14 @@ class Timing:
 
     def case_seconds(self, case: Case) -> float:
         """Expected seconds of measuring (warm-up, baseline, sweeps), without the setup."""
-        per_visit = self.dwell_s + 0.3
-        total = self.warmup_s + self.baseline_s + per_visit * self.size_visits(case)
+        timing = self.for_case(case)
+        per_visit = timing.dwell_s + 0.3
+        total = timing.warmup_s + timing.baseline_s + per_visit * timing.size_visits(case)
         if case.secondary:
             total += (
                 per_visit
-                * self.secondary_repeats
-                * (len(self.oversubscribe_grid) + len(self.stall_grid))
+                * timing.secondary_repeats
+                * (len(timing.oversubscribe_grid) + len(timing.stall_grid))
             )
         return total + 3.0
 
@@ -242,8 +251,10 @@ def paired_reference() -> int:
 
 def case_definition(case: Case, timing: Timing) -> dict[str, Any]:
     """Everything that decides what a case measures: the workload, the clients, the
-    server's options and the timing. A stored case whose definition differs from the
-    catalog's was measured for another catalog and is measured again."""
+    server's options and the timing (the case's own, :meth:`Timing.for_case`). A stored case
+    whose definition differs from the catalog's was measured for another catalog and is
+    measured again."""
+    timing = timing.for_case(case)
     workload = asdict(case.workload)
     workload["test"] = case.workload.script
     workload["extra_args"] = list(case.workload.extra_args)

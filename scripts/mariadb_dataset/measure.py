@@ -115,6 +115,7 @@ def measure_case(
     """Run ``case``'s load on ``server`` (sysbench's output to ``log_path``) and sweep;
     KeyboardInterrupt when ``stop`` is set during the warm-up (the sweeps raise
     SweepInterrupted)."""
+    timing = timing.for_case(case)
     workload = case.workload
     load = SysbenchLoad(
         server.server,

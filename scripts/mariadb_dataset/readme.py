@@ -80,6 +80,21 @@ def secondary_sentence(cases: int, timing: dict[str, Any]) -> str:
     )
 
 
+def settled_sentence(settled: dict[str, dict[str, float]]) -> str:
+    """What the README says of the cases measured with a longer discard (nothing without)."""
+    if not settled:
+        return ""
+    listed = ", ".join(
+        f"`{case}` ({int(t['discard_samples'])} dropped, {t['dwell_s']:g} s visits)"
+        for case, t in settled.items()
+    )
+    return (
+        "Where a load's queue carried a pool size's state into the next visit (the paired "
+        "check, `python -m scripts.paired_check`), its case drops more samples after each "
+        f"change and makes each visit longer by as much: {listed}. "
+    )
+
+
 def machines(hosts: list[dict[str, Any]]) -> dict[str, str]:
     """The host fields of a dataset measured on more than one machine (``--allow-other-
     machine``): each CPU model with its count of cases, and the kernel builds; empty for
@@ -128,6 +143,7 @@ def readme(
         summary=catalog.summary,
         kinds=", ".join(f"`{k}`" for k in dict.fromkeys(workloads["kind"])),
         secondary=secondary_sentence(len(secondary_cases), timing),
+        settled=settled_sentence(description.get("settled", {})),
         measuring_minutes=f"{description['measuring_minutes']:.0f}",
         busy_cores=f"{description['busy_cores']:g}",
         commands="\n".join(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,31 @@ def test_a_dataset_of_two_hosts_names_both_in_its_readme(tmp_path: Path) -> None
     readme = (tmp_path / "README.md").read_text()
     assert f"({HOST['cpu_model']}: 2 cases; Intel(R) Xeon(R) Processor: 1 case)" in readme
     assert f"Linux {HOST['kernel']} … 6.1.0-99 (2 builds;" in readme
+
+
+def test_a_case_the_catalog_settles_is_stored_settled_and_named(tmp_path: Path) -> None:
+    """A case whose queue carries a size's state over (``settle_s``) is measured with a
+    longer discard, counts as done only when stored so, and the dataset says which."""
+    by_id = {c.workload_id: c for c in V2.cases()}
+    plain, settled = by_id[IDS[0]], replace(by_id[IDS[1]], settle_s=3)
+    own = TEST_TIMING.for_case(settled)
+    assert own == TEST_TIMING.settled(3) != TEST_TIMING
+    assert TEST_TIMING.for_case(plain) is TEST_TIMING
+    assert TEST_TIMING.size_plan(settled).discard_samples == own.discard_samples
+    for case in (plain, settled):
+        write_record(tmp_path, case_record(case))
+    states = case_states([plain, settled], read_records(tmp_path), timing=TEST_TIMING, host=HOST)
+    assert [s.state for s in states] == ["done", "done"]
+    # The same case stored at the catalog's timing is measured again, settled.
+    unsettled = case_states(
+        [replace(plain, settle_s=3)], read_records(tmp_path), timing=TEST_TIMING, host=HOST
+    )
+    assert unsettled[0].state == "changed"
+    manifest, _ = _assemble(tmp_path, states)
+    assert manifest["description"]["settled"] == {
+        IDS[1]: {"discard_samples": own.discard_samples, "dwell_s": own.dwell_s}
+    }
+    readme = (tmp_path / "README.md").read_text()
+    assert f"`{IDS[1]}` ({own.discard_samples} dropped, {own.dwell_s:g} s visits)" in readme
+    sentence = readme.split("Where a load's queue")[1].split("The original tuple")[0]
+    assert IDS[1] in sentence and IDS[0] not in sentence
