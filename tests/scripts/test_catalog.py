@@ -22,11 +22,14 @@ from scripts.mariadb_dataset.cases import (
     select_cases,
 )
 from scripts.mariadb_dataset.catalog_v3 import LONG_TIMING
+from scripts.mariadb_dataset.catalog_v4 import SETTLED
 from scripts.mariadb_dataset.catalogs import CATALOGS, catalog
-from scripts.mariadb_dataset.resume import chunks, estimate_seconds
+from scripts.mariadb_dataset.records import read_records
+from scripts.mariadb_dataset.resume import case_states, chunks, estimate_seconds
 
 V2 = catalog("v2")
 V1_DIR = REPO / "datasets" / "mariadb-2core-v1"
+V4_DIR = REPO / "datasets" / "mariadb-2core-v4"
 
 
 def _option(case: Case, name: str) -> str | None:
@@ -216,3 +219,19 @@ def test_v4_pairs_v2s_pool_size_sweeps_in_short_visits_one_workload_after_anothe
     assert timing.dwell_s / timing.sample_period_s - timing.discard_samples == 1
     assert timing.repeats == 20
     assert 10 * 60 < timing.case_seconds(case) < 15 * 60
+
+
+def test_every_committed_v4_case_is_the_one_its_catalog_defines() -> None:
+    """The settled cases were measured with their longer discard, the rest at the
+    catalog's timing: a rerun of the builder measures none of them again."""
+    v4 = catalog("v4")
+    records = read_records(V4_DIR)
+    host = next(iter(records.values())).host
+    states = case_states(v4.cases(), records, timing=v4.timing, host=host)
+    assert {s.case.workload_id: s.state for s in states if s.state != "done"} == {}
+    by_id = {s.case.workload_id: s for s in states}
+    for workload_id, seconds in SETTLED.items():
+        own = v4.timing.settled(seconds)
+        assert own.discard_samples > v4.timing.discard_samples
+        stored = by_id[workload_id].record
+        assert stored is not None and stored.definition["timing"] == own.as_dict()
