@@ -4,8 +4,11 @@ arm would start from a model that has seen the load."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from agents.knobs import Engine
-from benchmarks.live.cases import DATASET_GROUPS
+from benchmarks.live.cases import DATASET_GROUPS, WORKLOADS
 from trainer.bootstrap import bundled_by_domain
 from trainer.sources.datasets import load_dataset
 
@@ -16,3 +19,17 @@ def test_every_live_workload_holds_out_a_group_the_real_datasets_have() -> None:
         groups |= set(load_dataset(name).workloads["group"])
     missing = {name: group for name, group in DATASET_GROUPS.items() if group not in groups}
     assert not missing, f"live workloads whose group no bundled dataset has: {missing}"
+
+
+def test_every_live_script_declares_the_options_it_is_given() -> None:
+    """A live workload on one of our sysbench scripts runs an existing script, with only the
+    options it declares (a misspelt one would fail the load minutes into a live case)."""
+    scripts = {name: w for name, w in WORKLOADS.items() if w.test.endswith(".lua")}
+    assert "stall_mix" in scripts
+    for name, workload in scripts.items():
+        text = Path(workload.test).read_text()
+        declared = set(re.findall(r"^\s*(\w+)\s*=\s*\{", text, flags=re.MULTILINE))
+        given = {
+            arg.removeprefix("--").split("=")[0].replace("-", "_") for arg in workload.extra_args
+        }
+        assert given <= declared, f"{name}: options the script does not declare: {given - declared}"

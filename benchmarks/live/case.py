@@ -256,7 +256,9 @@ def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -
         load = SysbenchLoad(server, tables=tables, table_size=rows)
         load.prepare(test)
         time_s = int(plan.load_seconds() + 120)
-        with load.running(test, threads=clients, time_s=time_s) as sysbench:
+        with load.running(
+            test, threads=clients, time_s=time_s, extra_args=spec.extra_args
+        ) as sysbench:
             settings = TargetSection.model_validate(server.target_section())
             observer = Observer(
                 MariaDBTarget(settings, tuned_knobs=[SIZE]),
