@@ -1,6 +1,7 @@
-"""The live benchmark's workloads name real dataset groups: the warm agent's model is trained
-without its workload's group, so a group no dataset has would hold nothing out and the warm
-arm would start from a model that has seen the load."""
+"""The live benchmark's workloads: they name real dataset groups (the warm agent's model is
+trained without its workload's group, so a group no dataset has would hold nothing out and
+the warm arm would start from a model that has seen the load), and those run on our own
+sysbench scripts pass what the scripts declare and what the dataset measured."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 from agents.knobs import Engine
 from benchmarks.live.cases import DATASET_GROUPS, WORKLOADS
+from scripts.mariadb_dataset.cases import SERVER_OPTIONS
+from scripts.mariadb_dataset.catalog_v2 import WORKLOADS as DATASET_WORKLOADS
 from trainer.bootstrap import bundled_by_domain
 from trainer.sources.datasets import load_dataset
 
@@ -33,3 +36,14 @@ def test_every_live_script_declares_the_options_it_is_given() -> None:
             arg.removeprefix("--").split("=")[0].replace("-", "_") for arg in workload.extra_args
         }
         assert given <= declared, f"{name}: options the script does not declare: {given - declared}"
+
+
+def test_the_live_stall_mix_is_the_datasets() -> None:
+    """The live stall mix runs the dataset's case as measured: its script, options, tables,
+    metric and server, so a live run and the dataset's curve describe the same load."""
+    live, dataset = WORKLOADS["stall_mix"], DATASET_WORKLOADS["stall_mix_cpu"]
+    assert Path(live.test) == Path(dataset.test)
+    assert live.extra_args == dataset.extra_args
+    assert live.tables == (dataset.tables, dataset.table_size)
+    assert (live.metric, live.group) == (dataset.metric, dataset.group_name)
+    assert set(live.server_args) <= set(SERVER_OPTIONS[dataset.server])

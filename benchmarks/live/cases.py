@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from agents.profile import ThroughputMetric
-from scripts.mariadb_dataset.catalog_v2 import WORKLOADS as DATASET_WORKLOADS
 
 SIZE = "thread_pool_size"
 #: Seconds between two throughput samples (the agent's own period, too).
@@ -65,18 +65,21 @@ WORKLOADS: dict[str, LiveWorkload] = {
     ),
 }
 
-_STALL_MIX = DATASET_WORKLOADS["stall_mix_cpu"]
-# The dataset's long/short mix on its CPU-bound server: one event in 20 an 80 ms statement
+#: The real datasets' own sysbench scripts.
+LUA_DIR = Path(__file__).resolve().parents[2] / "scripts" / "sysbench"
+
+# The v2 dataset's `stall_mix_cpu` (the same script and options, checked by
+# tests/test_live_cases.py) on its CPU-bound server: one event in 20 an 80 ms statement
 # that never yields. At 256 clients a large pool taking over the queue runs fast for a
 # second or two (docs/datasets.md, "A longer discard where the queue carries over"): does
 # the agent follow that burst up?
 WORKLOADS["stall_mix"] = LiveWorkload(
-    _STALL_MIX.test,
-    _STALL_MIX.group_name,
+    str(LUA_DIR / "long_short_mix.lua"),
+    "stall_mix_cpu",
     ("--innodb-buffer-pool-size=128M", "--innodb-flush-log-at-trx-commit=2"),
-    tables=(_STALL_MIX.tables, _STALL_MIX.table_size),
-    metric=_STALL_MIX.metric,
-    extra_args=_STALL_MIX.extra_args,
+    tables=(4, 10_000),
+    metric="queries",
+    extra_args=("--long-kind=cpu", "--long-every=20", "--long-cpu-rounds=100000"),
 )
 
 #: The real dataset's workload group of each live workload.
