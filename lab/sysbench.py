@@ -18,6 +18,8 @@ from lab.processes import require_binaries, stop_process_group
 logger = logging.getLogger(__name__)
 
 SYSBENCH = shutil.which("sysbench") or "/usr/bin/sysbench"
+#: The project's own sysbench scripts (the real datasets' and the live benchmark's loads).
+LUA_DIR = Path(__file__).resolve().parents[1] / "scripts" / "sysbench"
 
 DEFAULT_TABLES = 2
 DEFAULT_TABLE_SIZE = 5000
@@ -39,7 +41,7 @@ def sysbench_version() -> str:
 
 def tables_test(test: str) -> str:
     """The built-in script that creates the tables ``test`` uses: Lua scripts of our own
-    (``scripts/sysbench/*.lua``) use the tables of the standard OLTP scripts."""
+    (:data:`LUA_DIR`) use the tables of the standard OLTP scripts."""
     return test if Path(test).name.startswith("oltp_") else "oltp_read_only"
 
 

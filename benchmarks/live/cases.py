@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from agents.profile import ThroughputMetric
+from lab.sysbench import LUA_DIR
 
 SIZE = "thread_pool_size"
 #: Seconds between two throughput samples (the agent's own period, too).
@@ -64,9 +64,6 @@ WORKLOADS: dict[str, LiveWorkload] = {
         metric="queries",
     ),
 }
-
-#: The real datasets' own sysbench scripts.
-LUA_DIR = Path(__file__).resolve().parents[2] / "scripts" / "sysbench"
 
 # The v2 dataset's `stall_mix_cpu` (the same script and options, checked by
 # tests/test_live_cases.py) on its CPU-bound server: one event in 20 an 80 ms statement

@@ -18,7 +18,6 @@ from agents.sweep import SweepPlan
 from lab.mariadb import SYNC_TIMING_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
-LUA_DIR = REPO / "scripts" / "sysbench"
 SIZE = "thread_pool_size"
 OVERSUBSCRIBE = "thread_pool_oversubscribe"
 STALL = "thread_pool_stall_limit"

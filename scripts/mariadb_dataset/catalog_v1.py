@@ -3,7 +3,8 @@ can be measured again exactly as it was)."""
 
 from __future__ import annotations
 
-from scripts.mariadb_dataset.cases import LUA_DIR, Case, Catalog, Workload
+from lab.sysbench import LUA_DIR
+from scripts.mariadb_dataset.cases import Case, Catalog, Workload
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w

@@ -12,7 +12,8 @@ of the load they pin, so leave-one-workload-out never trains on the same load.
 from __future__ import annotations
 
 from agents.profile import ThroughputMetric
-from scripts.mariadb_dataset.cases import LUA_DIR, Case, Catalog, Workload
+from lab.sysbench import LUA_DIR
+from scripts.mariadb_dataset.cases import Case, Catalog, Workload
 
 CPU_WAIT_MIX = str(LUA_DIR / "cpu_wait_mix.lua")
 LONG_SHORT_MIX = str(LUA_DIR / "long_short_mix.lua")
