@@ -165,7 +165,7 @@ class LineSearch:
                 h = self._bounded(
                     max(h * self._config.expand, self._config.equal_bracket_step), side
                 )
-                farther = self._neighbour(side, h)
+                farther = self._beyond(probe, side, h)
                 if farther not in (probe, self.center):
                     probe = farther
                     verdict, forced = yield from self._probe(probe)
@@ -199,7 +199,7 @@ class LineSearch:
             verdict, forced = yield from self._probe(probe)
             if self._looks_farther(verdict, forced, direction, h):
                 h = self._bounded(max(h * self._config.expand, taken), direction)
-                farther = self._neighbour(direction, h)
+                farther = self._beyond(probe, direction, h)
                 if farther != probe and farther != self.center:
                     probe = farther
                     verdict, forced = yield from self._probe(probe)
@@ -275,6 +275,16 @@ class LineSearch:
         if value == base[dim.name]:
             value = base[dim.name] + 1
         return {**base, dim.name: min(self.high_cap, value)}
+
+    def _beyond(self, probe: dict[str, int], side: int, h: float) -> dict[str, int]:
+        """``h`` log2 units from the center towards ``side``, and at least one value past
+        ``probe``: near the bottom of the scale a doubled step can round to the probe itself
+        (from 1, both 2^0.5 and 2^1 are 2), and a look farther must look farther."""
+        farther = self._neighbour(side, h)
+        name = self.dim.name
+        if side > 0 and farther[name] <= probe[name] < self.high_cap:
+            return {**farther, name: probe[name] + 1}
+        return farther
 
     def _coordinate(self, knobs: Mapping[str, int]) -> float:
         return self.dim.to_unit(knobs[self.dim.name])
