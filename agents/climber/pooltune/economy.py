@@ -78,6 +78,9 @@ class EconomyWalk:
                 self.best = self.chosen = dict(probe)
                 self._prober.top = dict(probe)
                 tied.clear()
+                # The line search's losses below were measured against a best now beaten
+                # below it: the curve is not what it saw, and they no longer bound the walk.
+                self.floor = -math.inf
             elif verdict is Verdict.EQUAL:
                 self.chosen = dict(probe)
                 tied.append(dict(probe))
