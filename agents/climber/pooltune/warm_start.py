@@ -73,7 +73,13 @@ def verify_warm_start(
     verdict, forced = yield from prober.probe(smaller, rules=rules)
     if _unproven(verdict, forced) and start > 2 * cpu_count:
         walk = yield from _walk_down(
-            prober, line, smaller, rules, floor=max(dim.low, floor or cpu_count), config=config
+            prober,
+            line,
+            smaller,
+            rules,
+            floor=max(dim.low, floor or cpu_count),
+            config=config,
+            retest_loss=floor is not None,
         )
         yield from _after_walk(prober, line, walk, start, step)
         return
@@ -106,24 +112,31 @@ def _walk_down(
     *,
     floor: int,
     config: PooltuneConfig,
+    retest_loss: bool = False,
 ) -> Generator[Request, None, _Walk]:
     """The recommendation may be wrong (an over-sized pool on a flat, stalling curve ties
     over a wide range): step by bounded step down to ``floor``, each probe against the
     start, until one is shown to gain, or to lose more than ``rollback_drop`` (the fall
-    below a knee; a shelf's own dips lose less) even without its lowest sample."""
+    below a knee; a shelf's own dips lose less) even without its lowest sample. With
+    ``retest_loss`` (a cold start far above the cores, not a recommendation: its walk has
+    the time) the loss that would end the walk is re-tested once on fresh samples, A/B/A/B:
+    one sunk visit of a probe must not leave the pool on the shelf."""
     dim = line.dim
     start = dict(prober.top)
     shelf = -math.log1p(-config.rollback_drop)
     sizes = [probe[dim.name]]
     last = Comparison(Verdict.EQUAL)
-    while (
-        probe[dim.name] > floor
-        and (_unproven(*last) or last.verdict is Verdict.WORSE)
-        and prober.loss_shown(probe, start) < shelf
-    ):
+    retests = 1 if retest_loss else 0
+    while probe[dim.name] > floor and (_unproven(*last) or last.verdict is Verdict.WORSE):
         bound = _bounded_step(prober, dim, start, probe, shelf)
         if bound < MIN_WALK_STEP:
-            break
+            if not retests:
+                break
+            retests -= 1
+            last = yield from prober.retest(
+                start, probe, rules=replace(rules, max_samples=2 * config.visit_samples)
+            )
+            continue
         below = value_below(prober, dim, probe, min(1.0, prober.max_step(dim, -1), bound))
         if below is None:
             break

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from agents.climber import Climber, KnobSpace, Sample, make_climber
 from agents.sim import NoiseConfig, SimServer, ThroughputCurve
@@ -63,3 +65,26 @@ def new(name: str, cpu_count: int, space: KnobSpace | None = None, **config: obj
     return make_climber(
         name, knob_space=space or size_space(cpu_count), cpu_count=cpu_count, config=cfg
     )
+
+
+@dataclass(frozen=True)
+class MeasuredCurve:
+    """A curve read off a live sweep on the 2-core server, interpolated in log size."""
+
+    connections: int
+    sizes: tuple[int, ...]
+    shares: tuple[float, ...]
+    max_size: int = 128
+    cores: int = 2
+
+    def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
+        throughput = float(self.curve(np.asarray([float(knobs.get(SIZE, 2))]))[0])
+        return throughput, 1000.0 * self.connections / throughput
+
+    def curve(self, sizes: np.ndarray | None = None) -> np.ndarray:
+        grid = np.arange(1, self.max_size + 1, dtype=float) if sizes is None else sizes
+        shares = np.interp(np.log(grid), np.log(self.sizes), self.shares)
+        return np.asarray(400.0 * shares)
+
+    def peak(self) -> float:
+        return 400.0

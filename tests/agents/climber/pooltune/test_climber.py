@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from agents.climber import EventKind, KnobSpace, PooltuneClimber, Sample
 from agents.sim import KneeCurve, NoiseConfig, SimWorkload, ThroughputCurve, UslCurve, WorkloadCurve
 from agents.sim.curves import knee_size, optimum_size
 from benchmarks.climb import t95
-from tests.agents.climber.helpers import SIZE, drive, new
+from tests.agents.climber.helpers import SIZE, MeasuredCurve, drive, new
 
 OVERSUBSCRIBE = "thread_pool_oversubscribe"
 STALL = "thread_pool_stall_limit"
@@ -456,29 +456,6 @@ def test_peak_distance_reads_the_scalability_law_from_a_rise_below() -> None:
             if serial == 0.0:
                 assert distance >= true - 0.35, (peak_at, distance, true)
     assert peak_distance(0.0, 1.0) == 0.0
-
-
-@dataclass(frozen=True)
-class MeasuredCurve:
-    """A curve read off a live sweep on the 2-core server, interpolated in log size."""
-
-    connections: int
-    sizes: tuple[int, ...]
-    shares: tuple[float, ...]
-    max_size: int = 128
-    cores: int = 2
-
-    def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
-        throughput = float(self.curve(np.asarray([float(knobs.get(SIZE, 2))]))[0])
-        return throughput, 1000.0 * self.connections / throughput
-
-    def curve(self, sizes: np.ndarray | None = None) -> np.ndarray:
-        grid = np.arange(1, self.max_size + 1, dtype=float) if sizes is None else sizes
-        shares = np.interp(np.log(grid), np.log(self.sizes), self.shares)
-        return np.asarray(400.0 * shares)
-
-    def peak(self) -> float:
-        return 400.0
 
 
 #: MariaDB under sysbench's IO-bound read-write load at 64 clients (2026-11-27): best at 4,

@@ -15,7 +15,7 @@ from benchmarks.climb import t95
 from benchmarks.climb.curves import CliffCurve, PlateauCurve, StallLimitCurve
 from benchmarks.climb.replay import real_cases
 from benchmarks.climb.worlds import ReplayWorld
-from tests.agents.climber.helpers import SIZE, Run, drive, new
+from tests.agents.climber.helpers import SIZE, MeasuredCurve, Run, drive, new
 
 OVERSUBSCRIBE = "thread_pool_oversubscribe"
 STALL = "thread_pool_stall_limit"
@@ -417,6 +417,51 @@ def test_a_tie_a_step_up_from_one_group_is_looked_past() -> None:
     finals = replay_finals("mariadb-2core-v2:pinned_point_select-c64", seeds=range(12))
     # Measured: 10 of 12 at 0.99 (before: 12 of 12 at 0.83).
     assert sum(f >= 0.95 for f in finals) >= 8, finals
+
+
+def sunk_first_visit_at_or_below(limit: int) -> object:
+    """A sample filter: the first visit of a size at or below ``limit`` runs at 0.7 of the
+    curve (a stall or a dip of the server's own, unflagged), every later sample as is."""
+    state: dict[str, object] = {"size": None, "over": False}
+
+    def apply(index: int, sample: Sample) -> Sample:
+        size = sample.knobs[SIZE]
+        if state["size"] is not None and size != state["size"]:
+            state["over"] = True
+        if not state["over"] and size <= limit:
+            state["size"] = size
+            return replace(sample, throughput=0.7 * sample.throughput)
+        return sample
+
+    return apply
+
+
+def test_a_loss_that_ends_the_walk_down_from_far_above_is_looked_at_again() -> None:
+    """From 128 on 4 cores (49 connections: flat at 0.75 of the best from 38 up, best 16),
+    the walk down to twice the cores meets its first size under 40 on a visit that runs at
+    0.7: the loss that would end the walk is re-tested (A/B/A/B on fresh samples) once,
+    and the walk goes on to the peak instead of holding the shelf."""
+    curve = MeasuredCurve(
+        49,
+        (1, 2, 4, 8, 16, 24, 32, 38, 128),
+        (0.085, 0.17, 0.34, 0.66, 1.0, 0.93, 0.80, 0.746, 0.746),
+        cores=4,
+    )
+    finals = []
+    for seed in range(12):
+        run = drive(
+            pooltune(4),
+            curve,
+            start={SIZE: 128},
+            samples=300,
+            noise=NoiseConfig(cv=0.03),
+            seed=seed,
+            sample_filter=sunk_first_visit_at_or_below(40),  # type: ignore[arg-type]
+        )
+        finals.append(float(np.mean(run.expected[-60:])) / curve.peak())
+    # Measured: 9 of 12 at ≥ 0.95, the rest 0.93 (without the re-test 10 of 12 held 31–38,
+    # at 0.75).
+    assert sum(f >= 0.95 for f in finals) >= 8 and min(finals) >= 0.9, finals
 
 
 def test_an_over_provisioned_pool_on_idle_cores_is_not_probed_down_first() -> None:
