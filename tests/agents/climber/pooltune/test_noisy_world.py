@@ -292,31 +292,42 @@ def test_a_workload_change_during_a_secondary_knobs_retest_restarts_the_climb() 
         assert np.mean(run.expected[-60:]) >= 0.9 * second.peak(), seed
 
 
-def test_a_gain_below_the_best_frees_the_economy_walk_from_stale_losses() -> None:
-    """The best size moves from 3.5 to 1.5 while the other knobs are searched, at a
-    throughput that leaves the held size's level unchanged (nothing to detect there). The
-    economy walk then finds 3 better than the held 4 and confirms it: the line search's
-    loss at 2, measured on the old load, was measured against a best now beaten below it,
-    so it no longer bounds the walk, which goes on to the new best."""
-    first = UslCurve.with_peak_at(3.5, connections=1000, cores=8)
-    held = {SIZE: 4}
-    unit = UslCurve.with_peak_at(1.5, connections=1000, cores=8)
-    rate = 1000.0 * first.expected(held)[0] / unit.expected(held)[0]
-    second = UslCurve.with_peak_at(1.5, rate=rate, connections=1000, cores=8)
+def finals_after_an_unseen_move(
+    first_at: float, second_at: float, *, held: int, seeds: int, cv: float, samples: int
+) -> list[float]:
+    """Cold climbs from 1 on 8 cores whose best moves from ``first_at`` to ``second_at``
+    once the other knobs have been searched for 8 samples, at a rate that keeps the
+    throughput at ``held`` unchanged (nothing measured there shows the change): each run's
+    final quality (the last 60 samples) against the new best."""
+    first = UslCurve.with_peak_at(first_at, connections=1000, cores=8)
+    unit = UslCurve.with_peak_at(second_at, connections=1000, cores=8)
+    rate = 1000.0 * first.expected({SIZE: held})[0] / unit.expected({SIZE: held})[0]
+    second = UslCurve.with_peak_at(second_at, rate=rate, connections=1000, cores=8)
     finals = []
-    for seed in range(8):
+    for seed in range(seeds):
         climber = pooltune(8, KnobSpace.from_engine("mariadb", 8))
         switched: list[int] = []
         run = drive(
             climber,
             first,
             start={SIZE: 1},
-            samples=300,
-            noise=NoiseConfig(cv=0.02),
+            samples=samples,
+            noise=NoiseConfig(cv=cv),
             seed=seed,
             hook=switch_during_tuple_search(climber, second, switched, after=8),  # type: ignore[arg-type]
         )
+        assert switched, seed
         finals.append(float(np.mean(run.expected[-60:])) / second.peak())
+    return finals
+
+
+def test_a_gain_below_the_best_frees_the_economy_walk_from_stale_losses() -> None:
+    """The best size moves from 3.5 to 1.5 while the other knobs are searched, at a
+    throughput that leaves the held size's level unchanged (nothing to detect there). The
+    economy walk then finds 3 better than the held 4 and confirms it: the line search's
+    loss at 2, measured on the old load, was measured against a best now beaten below it,
+    so it no longer bounds the walk, which goes on to the new best."""
+    finals = finals_after_an_unseen_move(3.5, 1.5, held=4, seeds=8, cv=0.02, samples=300)
     # Measured: all 8 at the new best (before: 3 of 8 held 3, at 0.78 of it).
     assert min(finals) >= 0.95, finals
 
@@ -352,25 +363,7 @@ def test_an_optimum_that_moves_up_unseen_at_the_held_size_is_found_again() -> No
     from 6 to 24 while the throughput at 6 stays the same: nothing the climber measures
     at its size shows the change, so after the other knobs it looks one step above before
     the economy walk, finds a gain there and locates the size again."""
-    first = UslCurve.with_peak_at(6, connections=1000, cores=8)
-    level = first.expected({SIZE: 6})[0]
-    unscaled = UslCurve.with_peak_at(24, connections=1000, cores=8).expected({SIZE: 6})[0]
-    second = UslCurve.with_peak_at(24, rate=1000.0 * level / unscaled, connections=1000, cores=8)
-    finals = []
-    for seed in range(6):
-        climber = pooltune(8, KnobSpace.from_engine("mariadb", 8))
-        switched: list[int] = []
-        run = drive(
-            climber,
-            first,
-            start={SIZE: 1},
-            samples=250,
-            noise=NoiseConfig(cv=0.05),
-            seed=seed,
-            hook=switch_during_tuple_search(climber, second, switched, after=8),  # type: ignore[arg-type]
-        )
-        assert switched, seed
-        finals.append(float(np.mean(run.expected[-60:])) / second.peak())
+    finals = finals_after_an_unseen_move(6, 24, held=6, seeds=6, cv=0.05, samples=250)
     # Measured: 0.92-0.99 of the new peak (without the look above: 0.45-0.59).
     assert sum(f >= 0.9 for f in finals) >= 5, finals
 
