@@ -29,6 +29,9 @@ vocabulary"):
   on lines of their own, outside issue 15's per-family checks.
 - The noise is a function of the scenario's seed and the sample index only: every climber
   sees the same sequence.
+- ``python -m benchmarks.climb.resolvable`` (:mod:`benchmarks.climb.resolvable`): no
+  climber, a bound: successive halving over each real case's measured sizes within a
+  climb's sample budget, scored on the real-curve bars, its own cost beside it.
 - Scores use the noise-free throughput of the tuple in force relative to the best of the
   tuple space at that moment (:mod:`benchmarks.climb.run`, :mod:`benchmarks.climb.metrics`):
   T95 = the first sample after which throughput stays ≥ 95% of peak for 90% of the next
