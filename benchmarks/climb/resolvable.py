@@ -23,10 +23,10 @@ import numpy as np
 
 from agents.climber import KnobSpace
 from agents.climber.pooltune.config import PooltuneConfig
-from benchmarks.climb.metrics import T95_SHARE, percentile
+from benchmarks.climb.metrics import percentile
 from benchmarks.climb.replay import real_cases, replay_families
 from benchmarks.climb.report import table, write
-from benchmarks.climb.report_families import REAL_SIZE_FACTOR
+from benchmarks.climb.report_families import REAL_QUALITY, REAL_SIZE_FACTOR
 from benchmarks.climb.scenarios import PAIRED_FAMILY, REAL_FAMILY, Scenario
 from benchmarks.climb.worlds import build_world
 
@@ -118,8 +118,8 @@ def report(results: Sequence[SweepResult], family: str, budget: int) -> None:
     def share(flags: list[bool]) -> float:
         return sum(flags) / len(flags) if flags else math.nan
 
-    best_differs = share([r.quality >= T95_SHARE for r in differing])
-    tied_differs = share([r.tied_quality >= T95_SHARE for r in differing])
+    best_differs = share([r.quality >= REAL_QUALITY for r in differing])
+    tied_differs = share([r.tied_quality >= REAL_QUALITY for r in differing])
     best_flat = share([r.best_pick <= factor * r.tied_size for r in flat])
     tied_flat = share([r.tied_pick <= factor * r.tied_size for r in flat])
     cost = statistics.median(r.mean_cost for r in results)
