@@ -70,6 +70,15 @@ class PooltuneClimber(Climber):
     def converged(self) -> bool:
         return self._converged
 
+    @property
+    def best_tuple(self) -> dict[str, int]:
+        """The held tuple; while searching, the best one measured so far (the search's
+        top), not the start: what the agent rolls back to on a sustained drop and holds
+        when a climb runs out of time."""
+        if self._change is None and self._search is not None:
+            return dict(self._search.top)
+        return dict(self._best)
+
     def reset(
         self,
         start: Mapping[str, int],

@@ -45,6 +45,21 @@ def test_finds_the_peak_of_a_rise_then_fall_curve_from_either_side(start: int) -
     assert t95(np.asarray(run.expected) / peak) <= 80
 
 
+def test_while_searching_the_best_tuple_is_the_best_measured_not_the_start() -> None:
+    """The agent rolls back to ``best_tuple`` on a sustained drop and holds it when a climb
+    runs out of time. Live (io_bound x 64 from 63, searching at 3-5 near the best 4), the
+    start was still the "best" and a stall burst at a probe sent the server back to 63."""
+    curve = UslCurve.with_peak_at(6, connections=1000, cores=2)
+    climber = pooltune(2)
+    run = drive(climber, curve, start={SIZE: 64}, samples=40)
+    assert not climber.converged
+    best = climber.best_tuple
+    assert best[SIZE] < 64
+    assert curve.expected(best)[0] > 1.2 * curve.expected({**best, SIZE: 64})[0]
+    # The best measured so far: no tuple in force yet did clearly better than it.
+    assert curve.expected(best)[0] >= 0.9 * max(run.expected)
+
+
 def test_prefers_the_smallest_size_on_a_plateau() -> None:
     curve = KneeCurve(rate=1000, knee_size=12, sharpness=5, connections=1000, cores=8)
     climber = pooltune()
