@@ -10,6 +10,8 @@ from benchmarks.climb.resolvable import VISIT_SAMPLES, main, sweep_case
 
 #: A shaped case: best at 64 groups, one group at a fifth of it.
 SHAPED = "mariadb-2core-v4:io_bound_read_write-c16"
+#: A flat case: sizes 2-64 within the sweep's noise.
+FLAT = "mariadb-2core-v4:range_scans-c16"
 
 
 def test_a_sweep_of_a_shaped_case_picks_a_size_near_its_best_and_pays_for_the_far_ones() -> None:
@@ -26,12 +28,14 @@ def test_a_sweep_of_a_shaped_case_picks_a_size_near_its_best_and_pays_for_the_fa
         assert result.samples * VISIT_SAMPLES <= 120 * (VISIT_SAMPLES + 1)
 
 
-def test_on_a_flat_case_the_tied_pick_is_no_larger_than_the_best_pick() -> None:
-    flat = next(key for key, case in sorted(real_cases().items()) if not case.differs)
-    for seed in range(4):
-        result = sweep_case(flat, seed, 60)
-        assert not result.differs
-        assert result.tied_pick <= result.best_pick
+def test_on_a_flat_case_the_tied_pick_stays_near_the_smallest_tied_size() -> None:
+    """Range scans at 16 clients: every size from 2 up within the noise. The best median
+    wanders with the noise; the smallest size tied with it stays within 4x the tied size."""
+    case = real_cases()[FLAT]
+    assert not case.differs
+    results = [sweep_case(FLAT, seed, 60) for seed in range(8)]
+    assert all(r.tied_pick <= 4 * case.tied_size for r in results)
+    assert any(r.best_pick > r.tied_pick for r in results)
 
 
 def test_the_command_prints_both_real_families_and_refuses_a_bad_budget(
