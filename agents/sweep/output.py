@@ -42,6 +42,8 @@ SAMPLE_CSV_COLUMNS = (
     "server_cpu_cores",
     "load_cpu_cores",
     "other_cpu_cores",
+    "stalled",
+    "lock_waits",
 )
 
 
@@ -100,6 +102,8 @@ def write_csv(result: SweepResult, path: Path) -> tuple[Path, Path]:
                     _cell(s.server_cpu),
                     _cell(s.load_cpu),
                     _cell(s.other_cpu),
+                    _cell(None if s.stalled is None else int(s.stalled)),
+                    _cell(s.lock_waits),
                 ]
             )
     return path, samples_path

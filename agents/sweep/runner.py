@@ -239,6 +239,8 @@ class Sweeper:
                         load_cpu=load_cpu,
                         other_cpu=other_cpu,
                         visit=number,
+                        stalled=rates.stalled,
+                        lock_waits=rates.lock_waits,
                     )
                 )
                 if not discarded:

@@ -69,7 +69,11 @@ class CurveTarget:
         fail_on_read: int | None = None,
         unavailable_reads: frozenset[int] = frozenset(),
         level: Callable[[float], float] | None = None,
+        stalling: frozenset[int] | None = None,
     ) -> None:
+        #: Sizes at which the pool's stall counter rises every second (None: no counter).
+        self.stalling = stalling
+        self.stalls = 0.0
         self.unavailable_reads = unavailable_reads
         self.level = level
         self.curve = dict(curve)
@@ -103,6 +107,8 @@ class CurveTarget:
             t0, t1 = self.integrated_to, end
             # Exact for a linear rate: the midpoint rule.
             self.transactions += self._rate((t0 + t1) / 2) * (t1 - t0)
+            if self.stalling is not None and self.effective in self.stalling:
+                self.stalls += t1 - t0
             self.integrated_to = end
             if self.pending is not None and self.pending[0] <= end:
                 self.effective = self.pending[1]
@@ -142,18 +148,21 @@ class CurveTarget:
             raise TargetUnavailable("reading counters: Lost connection (timed out)")
         now = self.now()
         self._integrate(now)
+        counters = {
+            "Questions": self.transactions * 10,
+            "Com_commit": self.transactions,
+            "Com_rollback": 0.0,
+            "Com_select": self.transactions * 8,
+            "Com_update": self.transactions * 2,
+            "agent_statements": 0.0,
+            "agent_selects": 0.0,
+        }
+        if self.stalling is not None:
+            counters["tp_stalls"] = self.stalls
         return Snapshot(
             taken_at=now,
             uptime_s=10_000.0 + now,
-            counters={
-                "Questions": self.transactions * 10,
-                "Com_commit": self.transactions,
-                "Com_rollback": 0.0,
-                "Com_select": self.transactions * 8,
-                "Com_update": self.transactions * 2,
-                "agent_statements": 0.0,
-                "agent_selects": 0.0,
-            },
+            counters=counters,
             gauges={"tp_connections": 16.0, "tp_active_threads": 2.0},
         )
 
@@ -355,6 +364,23 @@ def test_a_stored_paired_sweep_is_read_again_from_its_samples(
     assert loaded.samples == result.samples
 
 
+def test_each_sample_keeps_whether_the_pool_stalled(tmp_path: Path) -> None:
+    """The sweep keeps, per sample, what the target read of a stall (the climber's
+    ``Sample.stalled``), stores it, and reads it back; a target without the counter
+    reads None, as sweeps stored before it was kept do."""
+    result = make_sweeper(CurveTarget(stalling=frozenset({8, 16})), tmp_path).run()
+    kept = [s for s in result.samples if not s.discarded]
+    assert {s.value for s in kept if s.stalled} == {8, 16}
+    assert {s.value for s in kept if s.stalled is False} == {1, 2, 4}
+    stored = json.loads(json.dumps(sweep_to_json(result)))
+    assert sweep_from_json(stored).samples == result.samples
+    older = dict(stored, sample_fields=stored["sample_fields"][:-2])
+    older["samples"] = [row[:-2] for row in stored["samples"]]
+    assert {s.stalled for s in sweep_from_json(older).samples} == {None}
+    plain = make_sweeper(CurveTarget(), tmp_path).run()
+    assert {s.stalled for s in plain.samples} == {None}
+
+
 # -- lag discard and the measured curve -------------------------------------------------
 
 
@@ -544,7 +570,7 @@ def test_a_heavy_tailed_best_does_not_tie_with_a_size_that_lost_most_of_it() -> 
 
 
 def test_csv_table_and_plot(tmp_path: Path) -> None:
-    result = make_sweeper(CurveTarget(lag_s=0.3), tmp_path).run()
+    result = make_sweeper(CurveTarget(lag_s=0.3, stalling=frozenset({16})), tmp_path).run()
     curve_path, samples_path = write_csv(result, tmp_path / "out" / "curve.csv")
     assert samples_path == samples_csv_path(curve_path)
     rows = list(csv.DictReader(curve_path.open()))
@@ -554,6 +580,7 @@ def test_csv_table_and_plot(tmp_path: Path) -> None:
     samples = list(csv.DictReader(samples_path.open()))
     assert len(samples) == 5 * 2 * 4
     assert sum(r["discarded"] == "1" for r in samples) == 10
+    assert {r["value"] for r in samples if r["stalled"] == "1" and r["index"] != "0"} == {"16"}
     table = format_table(result)
     assert "best" in table and "knee" in table and "restored" in table
     png = write_plot(result, tmp_path / "out" / "curve.png")
