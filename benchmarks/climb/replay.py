@@ -87,6 +87,9 @@ class RealCase:
     visit_samples: int = VISIT_SAMPLES
     #: The family, where not the engine's (v4's paired cases).
     replay_family: str = ""
+    #: Per size: whether the target saw the pool stall in each of ``samples`` (same
+    #: order); empty where the sweep did not record it (:attr:`SweepSample.stalled`).
+    stalls: tuple[tuple[bool, ...], ...] = ()
 
     @property
     def knob(self) -> str:
@@ -122,6 +125,13 @@ class RealCase:
         sample equally likely for a uniform rank."""
         pool = self.samples[point]
         return pool[min(int(rank * len(pool)), len(pool) - 1)]
+
+    def stalled_at(self, point: int, rank: float) -> bool | None:
+        """Whether the sample :meth:`quantile` draws at ``rank`` stalled (None: unknown)."""
+        if not self.stalls:
+            return None
+        flags = self.stalls[point]
+        return flags[min(int(rank * len(flags)), len(flags) - 1)]
 
     def truth(self, size: float) -> float:
         lower, upper, weight = self.weights(size)
@@ -208,19 +218,26 @@ def _paired_case(case_id: str, record: Mapping[str, Any]) -> RealCase | None:
     sizes = [p.value for p in points]
     passes = sorted({s.repeat for s in sweep.samples})
     kept: dict[tuple[int, int], list[float]] = {}
+    flags: dict[tuple[int, int], list[bool | None]] = {}
     times: dict[int, list[float]] = {}
     for s in sweep.samples:
         times.setdefault(s.repeat, []).append(s.t_s)
         if not s.discarded:
             kept.setdefault((s.value, s.repeat), []).append(s.throughput)
+            flags.setdefault((s.value, s.repeat), []).append(s.stalled)
     per_size = [[kept.get((size, r), []) for r in passes] for size in sizes]
     drift = _common_drift(per_size)
     samples = []
+    stalls: list[tuple[bool | None, ...]] = []
     for point, visits in zip(points, per_size, strict=True):
+        size_flags = [f for r in passes for f in flags.get((point.value, r), [])]
         level = [x / drift[v] for v, visit in enumerate(visits) for x in visit]
         # The truth is the paired reading; the replayed noise keeps its own shape.
         scale = point.mean / float(np.mean(level)) if level and point.mean > 0 else 1.0
-        samples.append(tuple(sorted(x * scale for x in level)))
+        ordered = sorted(zip(level, size_flags, strict=True), key=lambda pair: pair[0])
+        samples.append(tuple(x * scale for x, _ in ordered))
+        stalls.append(tuple(f for _, f in ordered))
+    recorded = all(f is not None for size_flags in stalls for f in size_flags)
     spans = [max(times[r]) - min(times[r]) for r in passes]
     default = knobs.knob(Engine.MARIADB, knob).default_for(cores)
     best = best_value(points)
@@ -249,6 +266,9 @@ def _paired_case(case_id: str, record: Mapping[str, Any]) -> RealCase | None:
         ),
         visit_samples=max(1, round(float(np.median(spans)) / SAMPLE_S)),
         replay_family=PAIRED_FAMILY,
+        stalls=tuple(tuple(bool(f) for f in size_flags) for size_flags in stalls)
+        if recorded
+        else (),
     )
 
 
@@ -333,6 +353,16 @@ class Replay:
         there = math.log(self.case.drift[self._visit_path[epoch + 1]])
         fraction = position - epoch
         return math.exp(here + fraction * (there - here))
+
+    def stalled(self, index: int, knobs: Mapping[str, int]) -> bool | None:
+        """Whether the pool stalled in sample ``index`` at ``knobs``: in either second that
+        :meth:`sample` draws, at the measured size nearer ``knobs`` (None: not recorded)."""
+        case = self.case
+        lower, upper, weight = case.weights(float(knobs.get(case.knob, case.cores)))
+        point = upper if weight >= 0.5 else lower
+        pick_a, pick_b, _ = self._draw(index)
+        seen = [case.stalled_at(point, pick) for pick in (pick_a, pick_b)]
+        return None if None in seen else any(seen)
 
     def sample(self, index: int, knobs: Mapping[str, int]) -> tuple[float, float, float]:
         """Throughput, server CPU cores and latency (ms) of sample ``index`` at ``knobs``."""

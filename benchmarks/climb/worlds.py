@@ -237,9 +237,12 @@ class ReplayWorld:
 
     def observe(self, index: int, knobs: Mapping[str, int]) -> Observation:
         throughput, cpu, latency = self._replay.sample(index, knobs)
+        stalled = self._replay.stalled(index, knobs)
         if self._previous is not None and self._previous != dict(knobs):
             before, before_cpu, _ = self._replay.sample(index, self._previous)
             throughput, cpu = 0.5 * (throughput + before), 0.5 * (cpu + before_cpu)
+            earlier = self._replay.stalled(index, self._previous)
+            stalled = None if stalled is None or earlier is None else stalled or earlier
         self._previous = dict(knobs)
         return Observation(
             throughput=throughput,
@@ -247,7 +250,7 @@ class ReplayWorld:
             latency_ms=latency or None,
             knobs=dict(knobs),
             cpu_busy=cpu,
-            stalled=None,
+            stalled=stalled,
             truth=self.truth(knobs),
             peak=self.case.peak(),
             lock_waits=self.case.lock_waits,

@@ -170,3 +170,49 @@ def test_a_v4_size_reads_its_paired_mean_and_drifts_at_the_sweeps_pace() -> None
     replay = Replay(case, seed=2)
     low = [replay.sample(i, {SIZE_KNOB: 6})[0] < 0.5 * case.means[best] for i in range(300)]
     assert 0.02 < np.mean(low) < 0.6
+
+
+def test_a_stall_the_sweep_saw_reaches_the_climber_with_the_sample_it_sank() -> None:
+    """Where the sweep kept the pool's stall flag per sample, a replayed 2-s sample is
+    flagged when either second it draws was, at the measured size nearer the one asked
+    (the lag sample: at either size); where it did not, the flag is unknown, as from a
+    target that cannot tell."""
+    level = (100.0,) * 4
+    sunk = (10.0, 100.0, 100.0, 100.0)  # ascending: the stalled second reads lowest
+    case = RealCase(
+        workload_id="test:stalls",
+        cores=2,
+        clients=16,
+        sizes=(2, 8),
+        samples=(level, sunk),
+        means=(100.0, 77.5),
+        cpu_cores=(1.0, 1.0),
+        latency_ms=(1.0, 1.0),
+        drift=(1.0,),
+        differs=True,
+        tied_size=2,
+        stalls=((False,) * 4, (True, False, False, False)),
+    )
+    replay = Replay(case, seed=1)
+    for index in range(200):
+        at_8 = replay.stalled(index, {SIZE_KNOB: 8})
+        throughput = replay.sample(index, {SIZE_KNOB: 8})[0]
+        assert at_8 == (throughput < 100.0)  # flagged exactly when a sunk second was drawn
+        assert replay.stalled(index, {SIZE_KNOB: 7}) == at_8  # 7 is nearer 8
+        assert replay.stalled(index, {SIZE_KNOB: 3}) is False
+    flags = [replay.stalled(i, {SIZE_KNOB: 8}) for i in range(200)]
+    assert 0.2 < np.mean(flags) < 0.7  # 1 − (3/4)² of the 2-s samples
+    world, twin = ReplayWorld(case, seed=1), ReplayWorld(case, seed=1)
+    seen = [world.observe(i, {SIZE_KNOB: 8}).stalled for i in range(50)]
+    assert seen == [twin.observe(i, {SIZE_KNOB: 8}).stalled for i in range(50)]
+    assert any(seen) and not all(seen)
+    # The lag sample blends both sizes: a stall at the size left still shows.
+    lag = [world.observe(i, {SIZE_KNOB: 2 if i % 2 else 8}).stalled for i in range(50, 90)]
+    stayed = [twin.observe(i, {SIZE_KNOB: 8}).stalled for i in range(50, 90)]
+    assert lag[1::2] == stayed[1::2] and any(stayed[1::2])
+    unknown = RealCase(**{**_fields(case), "stalls": ()})
+    assert ReplayWorld(unknown, seed=1).observe(0, {SIZE_KNOB: 8}).stalled is None
+
+
+def _fields(case: RealCase) -> dict[str, object]:
+    return {name: getattr(case, name) for name in RealCase.__dataclass_fields__}
