@@ -87,6 +87,11 @@ class Interval:
     #: How much statements queued on row locks (:attr:`Sample.lock_waits`; None: the
     #: engine cannot tell).
     lock_waits: float | None = None
+    #: How often per second the pool's timer found a group stalled and woke or created a
+    #: thread for it (MariaDB: ``THREAD_POOL_STATS.WAKES_DUE_TO_STALL``; None: unknown).
+    #: The sweep keeps it per sample; the climber does not read it: it grows with the
+    #: pool, not where a larger one would gain (docs/climber.md, "Search", the far end).
+    stall_wakes: float | None = None
 
     def throughput(self, metric: ThroughputMetric) -> float:
         return self.tps if metric == "transactions" else self.qps
@@ -150,6 +155,7 @@ def mean_latency_ms(first: Snapshot, last: Snapshot) -> float | None:
 #: Counter and gauge names as agents.collectors stores them.
 STALLS_COUNTER = "tp_stalls"
 STALLED_GROUPS_GAUGE = "tp_stalled_groups"
+STALL_WAKES_COUNTER = "tp_wakes_due_to_stall"
 
 
 def pool_stalled(first: Snapshot, last: Snapshot) -> bool | None:
@@ -163,6 +169,17 @@ def pool_stalled(first: Snapshot, last: Snapshot) -> bool | None:
     if before is None or after is None:
         return None if stalled_now is None else stalled_now > 0
     return after > before or (stalled_now is not None and stalled_now > 0)
+
+
+def stall_wakes_per_s(first: Snapshot, last: Snapshot) -> float | None:
+    """How often per second MariaDB's pool timer found a group stalled between the
+    snapshots and woke or created a thread for it (``THREAD_POOL_STATS``
+    ``WAKES_DUE_TO_STALL``); None when the counter is missing."""
+    wakes = counter_delta(first, last, STALL_WAKES_COUNTER)
+    duration = last.taken_at - first.taken_at
+    if wakes is None or duration <= 0:
+        return None
+    return wakes / duration
 
 
 def lock_waits_per_statement(first: Snapshot, last: Snapshot) -> float | None:
@@ -189,6 +206,7 @@ def interval(first: Snapshot, last: Snapshot) -> Interval:
         cpu_busy=cpu_busy(first, last),
         stalled=pool_stalled(first, last),
         lock_waits=lock_waits_per_statement(first, last),
+        stall_wakes=stall_wakes_per_s(first, last),
     )
 
 

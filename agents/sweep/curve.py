@@ -42,12 +42,13 @@ class SweepSample:
     #: many times in one repeat, so the repeat alone does not tell its visits apart.
     visit: int = 0
     #: What the target read of the pool in the interval (:class:`agents.profile.Interval`):
-    #: it stalled (MariaDB: ``THREAD_POOL_STATS`` stalls rose or a group is stalled), and
-    #: row-lock waits per statement. None where the engine cannot tell, and in sweeps
-    #: stored before these were kept. The climb benchmark's replays hand them to the
-    #: climber as a live agent's loop does.
+    #: it stalled (MariaDB: ``THREAD_POOL_STATS`` stalls rose or a group is stalled),
+    #: row-lock waits, and stalled groups woken per second. None where the engine cannot
+    #: tell, and in sweeps stored before these were kept. The climb benchmark's replays
+    #: hand them to the climber as a live agent's loop does.
     stalled: bool | None = None
     lock_waits: float | None = None
+    stall_wakes: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

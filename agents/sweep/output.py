@@ -44,6 +44,7 @@ SAMPLE_CSV_COLUMNS = (
     "other_cpu_cores",
     "stalled",
     "lock_waits",
+    "stall_wakes_per_s",
 )
 
 
@@ -104,6 +105,7 @@ def write_csv(result: SweepResult, path: Path) -> tuple[Path, Path]:
                     _cell(s.other_cpu),
                     _cell(None if s.stalled is None else int(s.stalled)),
                     _cell(s.lock_waits),
+                    _cell(s.stall_wakes),
                 ]
             )
     return path, samples_path

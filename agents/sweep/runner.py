@@ -241,6 +241,7 @@ class Sweeper:
                         visit=number,
                         stalled=rates.stalled,
                         lock_waits=rates.lock_waits,
+                        stall_wakes=rates.stall_wakes,
                     )
                 )
                 if not discarded:

@@ -159,6 +159,7 @@ class CurveTarget:
         }
         if self.stalling is not None:
             counters["tp_stalls"] = self.stalls
+            counters["tp_wakes_due_to_stall"] = 3 * self.stalls  # three wakes a second
         return Snapshot(
             taken_at=now,
             uptime_s=10_000.0 + now,
@@ -366,19 +367,24 @@ def test_a_stored_paired_sweep_is_read_again_from_its_samples(
 
 def test_each_sample_keeps_whether_the_pool_stalled(tmp_path: Path) -> None:
     """The sweep keeps, per sample, what the target read of a stall (the climber's
-    ``Sample.stalled``), stores it, and reads it back; a target without the counter
-    reads None, as sweeps stored before it was kept do."""
+    ``Sample.stalled``) and how often the pool woke stalled groups, stores them, and reads
+    them back; a target without the counters reads None, as sweeps stored before they were
+    kept do."""
     result = make_sweeper(CurveTarget(stalling=frozenset({8, 16})), tmp_path).run()
     kept = [s for s in result.samples if not s.discarded]
     assert {s.value for s in kept if s.stalled} == {8, 16}
     assert {s.value for s in kept if s.stalled is False} == {1, 2, 4}
+    for sample in kept:
+        assert sample.stall_wakes == pytest.approx(3.0 if sample.value in (8, 16) else 0.0)
     stored = json.loads(json.dumps(sweep_to_json(result)))
     assert sweep_from_json(stored).samples == result.samples
-    older = dict(stored, sample_fields=stored["sample_fields"][:-2])
-    older["samples"] = [row[:-2] for row in stored["samples"]]
+    fields = stored["sample_fields"]
+    new = [fields.index(name) for name in ("stalled", "lock_waits", "stall_wakes")]
+    older = dict(stored, sample_fields=[f for i, f in enumerate(fields) if i not in new])
+    older["samples"] = [[v for i, v in enumerate(r) if i not in new] for r in stored["samples"]]
     assert {s.stalled for s in sweep_from_json(older).samples} == {None}
     plain = make_sweeper(CurveTarget(), tmp_path).run()
-    assert {s.stalled for s in plain.samples} == {None}
+    assert {(s.stalled, s.stall_wakes) for s in plain.samples} == {(None, None)}
 
 
 # -- lag discard and the measured curve -------------------------------------------------

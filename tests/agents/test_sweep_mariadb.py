@@ -88,6 +88,7 @@ def test_sweep_measures_the_curve_and_restores_the_size(
     # The pool's stall counter is read on every sample (read-only selects never stall it).
     assert {r["stalled"] for r in samples} == {"0"}
     assert all(float(r["lock_waits"]) == 0.0 for r in samples)
+    assert all(float(r["stall_wakes_per_s"]) >= 0.0 for r in samples)
     profile = json.loads(out.with_name("curve-profile.json").read_text())
     assert profile["profile_over_sweep"]["connections"] >= 8
     assert "thread_pool_size" in capsys.readouterr().out
