@@ -5,9 +5,11 @@ CPUs never send it there. The one a step above: a gain is kept, re-tested if unp
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from agents.climber.pooltune.far_end import far_end_size, look_a_step_above, loo
 from agents.climber.pooltune.line_search import Request
 from agents.sim import NoiseConfig
 from agents.sim.curves import FloatArray, KneeCurve
+from agents.sweep.stored import sweep_from_json
 
 from ..helpers import SIZE, drive, new
 
@@ -115,6 +118,29 @@ def _final_sizes(
 
 
 SHELF = ShelfThenOwnGroups(rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2)
+
+
+READINGS = Path(__file__).parents[4] / "datasets" / "mariadb-2core-v4" / "pool-readings"
+
+
+@pytest.mark.parametrize("case", ["stall_mix_cpu-c64", "pinned_stall_mix_cpu-c64"])
+def test_the_pools_stall_readings_mark_a_large_pool_not_one_too_small(case: str) -> None:
+    """Why no stall reading opens the far end on saturated cores (docs/climber.md): the
+    stall mixes gain 1.4–1.6× at 16–32 groups on busy CPUs, yet at the small sizes, where
+    the climb stands, the timer hardly wakes a stalled group and the stall flag stays down;
+    the wakes grow with the pool instead."""
+    record = json.loads((READINGS / case / "case.json").read_text())
+    sweep = sweep_from_json(record["sweeps"][SIZE])
+    kept = [s for s in sweep.samples if not s.discarded]
+    wakes = {
+        p.value: float(np.mean([s.stall_wakes for s in kept if s.value == p.value]))
+        for p in sweep.points
+    }
+    gain = {p.value: p.mean / sweep.point(2).mean for p in sweep.points}
+    assert min(gain[16], gain[32]) > 1.3 and gain[64] < 0.7
+    assert max(wakes[size] for size in (1, 2, 3, 4)) < 0.5
+    assert wakes[8] < wakes[16] < wakes[32] and wakes[32] > 10.0
+    assert np.mean([bool(s.stalled) for s in kept]) < 0.05
 
 
 def test_the_climber_finds_the_far_end_past_a_shelf_on_idle_cores() -> None:
