@@ -14,6 +14,7 @@ with the oracle's. What is measured and how it is scored: docs/lab.md.
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from agents.knobs import Engine
@@ -41,6 +42,12 @@ DEFAULTS = LiveDefaults(
 def parse_args() -> argparse.Namespace:
     parser = live_parser((__doc__ or "").split("\n\n")[0], DEFAULTS)
     parser.add_argument("--warm-sim-workloads", type=int, default=WARM_SIM_WORKLOADS)
+    parser.add_argument(
+        "--sync-timing",
+        action="store_true",
+        help="start every server with performance_schema's synchronisation instruments on, "
+        "as the datasets' servers and --warm runs do (without: off, a server's default)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.workloads, args.clients, args.sizes = "read_only", "16", "1,2,4,8,16"
@@ -52,7 +59,7 @@ def main() -> None:
     args = parse_args()
     run_live(
         args,
-        run_case,
+        functools.partial(run_case, sync_timing=args.sync_timing),
         workloads=WORKLOADS,
         engine=Engine.MARIADB,
         sim_workloads=args.warm_sim_workloads,

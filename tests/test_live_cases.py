@@ -8,8 +8,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from agents.knobs import Engine
+from benchmarks.live import case as live_case
+from benchmarks.live.case import CasePlan
 from benchmarks.live.cases import DATASET_GROUPS, WORKLOADS
+from lab.mariadb import SYNC_TIMING_ARGS
 from scripts.mariadb_dataset.cases import SERVER_OPTIONS
 from scripts.mariadb_dataset.catalog_v2 import WORKLOADS as DATASET_WORKLOADS
 from trainer.bootstrap import bundled_by_domain
@@ -40,10 +45,40 @@ def test_every_live_script_declares_the_options_it_is_given() -> None:
 
 def test_the_live_stall_mix_is_the_datasets() -> None:
     """The live stall mix runs the dataset's case as measured: its script, options, tables,
-    metric and server, so a live run and the dataset's curve describe the same load."""
+    metric and server, so a live run and the dataset's curve describe the same load. The
+    dataset's server also times synchronisation waits; a live cold run does so only with
+    ``--sync-timing``."""
     live, dataset = WORKLOADS["stall_mix"], DATASET_WORKLOADS["stall_mix_cpu"]
     assert Path(live.test) == Path(dataset.test)
     assert live.extra_args == dataset.extra_args
     assert live.tables == (dataset.tables, dataset.table_size)
     assert (live.metric, live.group) == (dataset.metric, dataset.group_name)
     assert set(live.server_args) <= set(SERVER_OPTIONS[dataset.server])
+    assert set(SYNC_TIMING_ARGS + live.server_args) == set(SERVER_OPTIONS[dataset.server])
+
+
+class _Started(Exception):
+    """Raised by the stand-in server: the case asked for a server with these options."""
+
+
+@pytest.mark.parametrize("sync_timing", [False, True])
+def test_sync_timing_starts_the_live_server_with_the_datasets_instruments(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sync_timing: bool
+) -> None:
+    def start(*, prefix: str, extra_args: tuple[str, ...]) -> None:
+        raise _Started(extra_args)
+
+    monkeypatch.setattr(live_case, "running_mariadb", start)
+    plan = CasePlan(
+        sizes=(1, 2),
+        sweep_seconds=1.0,
+        passes=1,
+        agent_seconds=1.0,
+        ab_seconds=1.0,
+        work_dir=tmp_path,
+    )
+    with pytest.raises(_Started) as started:
+        live_case.run_case("stall_mix", 64, plan, {}, sync_timing=sync_timing)
+    (args,) = started.value.args
+    assert (set(SYNC_TIMING_ARGS) <= set(args)) == sync_timing
+    assert set(WORKLOADS["stall_mix"].server_args) <= set(args)

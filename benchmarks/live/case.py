@@ -243,13 +243,21 @@ def measure_case(
     return score_case(workload, clients, raw[case_key(workload, clients)])
 
 
-def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -> LiveCaseScore:
+def run_case(
+    workload: str,
+    clients: int,
+    plan: CasePlan,
+    raw: dict[str, Any],
+    *,
+    sync_timing: bool = False,
+) -> LiveCaseScore:
     """A MariaDB case on a fresh server under sysbench (:func:`measure_case`). With a warm
-    service the server times its synchronisation waits (as agents/packaging recommends);
-    without, the agent starts from its local heuristic."""
+    service, or ``sync_timing``, the server times its synchronisation waits (as
+    agents/packaging recommends, and as the datasets' servers do); without a warm service
+    the agent starts from its local heuristic."""
     spec = WORKLOADS[workload]
     test, server_args = spec.test, spec.server_args
-    if plan.warm is not None:
+    if plan.warm is not None or sync_timing:
         server_args = SYNC_TIMING_ARGS + server_args
     with running_mariadb(prefix=f"pooltune-bench-{workload}-", extra_args=server_args) as server:
         tables, rows = spec.tables
