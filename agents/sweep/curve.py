@@ -45,7 +45,7 @@ class SweepSample:
     #: it stalled (MariaDB: ``THREAD_POOL_STATS`` stalls rose or a group is stalled),
     #: row-lock waits, and stalled groups woken per second. None where the engine cannot
     #: tell, and in sweeps stored before these were kept. The climb benchmark's replays
-    #: hand them to the climber as a live agent's loop does.
+    #: hand the stall flag to the climber as a live agent's loop does.
     stalled: bool | None = None
     lock_waits: float | None = None
     stall_wakes: float | None = None
