@@ -71,10 +71,12 @@ class PooltuneConfig:
     fresh_steps: int = 10
     #: The noise is estimated from the samples of the last ``noise_window`` steps.
     noise_window: int = 60
-    #: Roll back when a probe's first samples are this far (relative) below the best.
+    #: Roll back when a probe's first samples are this far (relative) below the best; a
+    #: best that fell as far with it means the server fell.
     rollback_drop: float = 0.15
     #: During the search: the reference moved by more than ``min_change`` and ``change_z``
-    #: standard errors from its visits of the last ``change_window`` steps: a change.
+    #: standard errors from its visits of the last ``change_window`` steps: a change. For
+    #: as many steps after the server fell, a gain counts only on A/B/A.
     change_window: int = 40
     change_z: float = 3.0
     #: Hold: CUSUM slack and threshold (in noise units), winsorising clip, baseline EWMA,

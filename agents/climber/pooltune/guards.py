@@ -33,6 +33,21 @@ def plausible(
     return abs(difference) <= units * math.log(2.0) + config.z * stderr
 
 
+def fell_with_probe(
+    evidence: Evidence, config: PooltuneConfig, reference: Mapping[str, int], probed_from: int
+) -> bool:
+    """The ``reference``, measured again after a probe that began at ``probed_from`` and was
+    rolled back, fell by ``rollback_drop`` or more from its level before the probe: the
+    server fell, not only the probe (a host stall, a checkpoint)."""
+    readings = evidence.readings(reference)
+    before = [r.level for r in readings if r.step <= probed_from]
+    after = [r.level for r in readings if r.step > probed_from]
+    if not before or not after:
+        return False
+    fall = evidence.location(before) - evidence.location(after)
+    return fall >= -math.log(1.0 - config.rollback_drop)
+
+
 def measured_since(evidence: Evidence, knobs: Mapping[str, int], step: int) -> bool:
     """``knobs`` was measured after ``step`` (a reference seen again since a probe began)."""
     last = evidence.last_seen(knobs)

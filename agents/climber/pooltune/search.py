@@ -80,6 +80,9 @@ class Search(Retests):
         self._probed: list[dict[str, int]] = []
         #: The step the climb began at (the economy walk must end in time to settle).
         self._began = evidence.now
+        #: The step at which the server itself was last seen to fall (a rollback whose
+        #: reference fell with the probe); None if never in this climb.
+        self._fell_at: int | None = None
         self._program = self._climb(cold=cold)
 
     def next_request(self) -> Request | None:
@@ -99,6 +102,14 @@ class Search(Retests):
     def abort(self) -> None:
         """The probe in force collapsed: the climber rolled back; the probe loses."""
         self._aborted = True
+
+    def _settling(self) -> bool:
+        """The server itself fell less than ``change_window`` steps ago: it may be coming
+        back, and a probe measured later than its reference reads the rise as a gain."""
+        return (
+            self._fell_at is not None
+            and self._evidence.now - self._fell_at <= self._config.change_window
+        )
 
     # ----------------------------------------------------------------- program
     def _climb(self, *, cold: bool) -> Program:
@@ -377,6 +388,8 @@ class Search(Retests):
                 self._aborted = False
                 self.probing = None
                 yield from self._witness(reference)
+                if guards.fell_with_probe(self._evidence, self._config, reference, probed_from):
+                    self._fell_at = self._evidence.now
                 key = tuple(sorted(knobs.items()))
                 if (
                     key in self.collapsed
@@ -401,10 +414,11 @@ class Search(Retests):
             accepted = comparison.verdict is not Verdict.UNSURE and guards.plausible(
                 self._evidence, self._config, self._space.size, knobs, reference, probed_from
             )
-            # Inside a bracket a gain counts on A/B/A only: a server that moved while the
-            # probe was measured then shows as a change (or the gain fades), not as a gain.
+            # Inside a bracket, or while the server may be coming back from a fall, a gain
+            # counts on A/B/A only: a server that moved while the probe was measured then
+            # shows as a change (or the gain fades), not as a gain.
             unwitnessed = (
-                rules.witness_gain
+                (rules.witness_gain or self._settling())
                 and comparison.verdict is Verdict.BETTER
                 and not guards.measured_since(self._evidence, reference, probed_from)
             )
