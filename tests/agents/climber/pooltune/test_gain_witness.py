@@ -104,11 +104,11 @@ def _climb_through_a_dip(seed: int) -> tuple[int, float]:
 
 def test_a_server_wide_dip_early_in_a_climb_is_not_climbed_out_of() -> None:
     """Live (PgBouncer, TPC-B-like × 128, 2026-12-06): right after the climb began the
-    server ran at half its level for tens of seconds with its cores idle, then came back.
-    The climb rolled back from a probe, then took every step up measured while the level
-    recovered for a gain (A/B: the probe later, on a higher level) and held 41, where the
-    sweep's best was 12-20. Once the climber has rolled back (the server fell), a gain
-    counts only on A/B/A for ``change_window`` steps: the recovery then shows at the
+    server ran at half its level for tens of seconds, then came back, and the climb took
+    the steps up measured on the recovering level for gains and held 41, where the
+    sweep's best was 12-20. Replayed here with the CPU use falling too: the climb rolls
+    back from a probe in the fall, and the best, measured again, fell with it. For
+    ``change_window`` steps a gain then counts only on A/B/A: the recovery shows at the
     reference too."""
     runs = [_climb_through_a_dip(seed) for seed in range(12)]
     sizes = [size for size, _ in runs]
