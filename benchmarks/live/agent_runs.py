@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.climber.base import ClimberEvent
 from agents.config import AgentConfig, parse_config
 from agents.service_client import ServiceClient, enroll_agent
 from agents.targets.base import Target
@@ -28,6 +29,14 @@ class AgentRun:
     #: The size the climb started from and where it came from (heuristic, model, …).
     start_size: int
     start_source: str
+    #: What the climber decided and why, one line per event (:func:`event_lines`).
+    events: list[str]
+
+
+def event_lines(events: list[ClimberEvent], knob: str) -> list[str]:
+    """The climber's events as a live run keeps them: its step, the event, the size in
+    force and the reason, so that a run shows which rule acted (a rollback, a change)."""
+    return [f"{e.step} {e.kind.value} {e.knobs.get(knob, '?')}: {e.reason}" for e in events]
 
 
 def agent_config(
@@ -106,7 +115,8 @@ def run_agent(
     climb = loop.climb
     start_size = climb.start_tuple[knob] if climb is not None else (sizes[0] if sizes else 0)
     source = climb.source.value if climb is not None else "none"
+    events = event_lines(loop.climber.events, knob) if loop.climber is not None else []
     # Keep the agent's tuple in force for the final figure; shutdown would restore.
     loop.original.clear()
     loop.shutdown()
-    return AgentRun(series, sizes, changes, start_size, source)
+    return AgentRun(series, sizes, changes, start_size, source, events)

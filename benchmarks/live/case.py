@@ -171,6 +171,7 @@ def measure_agent(
         + f"; other processes used {agent_foreign:.2f} cores on average",
         flush=True,
     )
+    print(f"# {label}: climber events " + " | ".join(run.events), flush=True)
     final_size = observer.size()
     ab_ratio = 1.0
     if final_size != oracle_size:
@@ -185,6 +186,7 @@ def measure_agent(
         "final_size": final_size,
         "ab_ratio": ab_ratio,
         "knob_changes": run.knob_changes,
+        "climber_events": run.events,
         "foreign_cores": {"agent": agent_foreign},
     }
 
