@@ -6,12 +6,12 @@ from the agent's own wiring (:func:`agents.wiring.make_target`)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.climber.base import ClimberEvent
+from agents.climber.base import Climber, ClimberEvent, KnobSpace
 from agents.config import AgentConfig, parse_config
 from agents.service_client import ServiceClient, enroll_agent
 from agents.targets.base import Target
@@ -31,12 +31,26 @@ class AgentRun:
     start_source: str
     #: What the climber decided and why, one line per event (:func:`event_lines`).
     events: list[str]
+    #: When each sample of ``series`` ended (epoch seconds).
+    times: list[float]
 
 
 def event_lines(events: list[ClimberEvent], knob: str) -> list[str]:
     """The climber's events as a live run keeps them: its step, the event, the size in
     force and the reason, so that a run shows which rule acted (a rollback, a change)."""
     return [f"{e.step} {e.kind.value} {e.knobs.get(knob, '?')}: {e.reason}" for e in events]
+
+
+def run_event_lines(climbers: Sequence[Climber], knob: str) -> list[str]:
+    """The events of every climber of one agent run, in order: the agent starts a new
+    climber when it profiles a changed workload, so each climb after the first is headed
+    by a ``climb N`` line and none of the earlier ones is lost."""
+    lines: list[str] = []
+    for number, climber in enumerate(climbers, start=1):
+        if number > 1:
+            lines.append(f"climb {number}")
+        lines += event_lines(climber.events, knob)
+    return lines
 
 
 def agent_config(
@@ -104,19 +118,29 @@ def run_agent(
         agent_token=enrol(service, target) if service is not None else None,
         client_class=ColdStartClient if cold else ServiceClient,
     )
+    climbers: list[Climber] = []
+    factory = loop.climber_factory
+
+    def recording_factory(space: KnobSpace, cpu_count: int) -> Climber:
+        climber = factory(space, cpu_count)
+        climbers.append(climber)
+        return climber
+
+    loop.climber_factory = recording_factory
     loop.start()
     thread = threading.Thread(target=loop.run, daemon=True)
     thread.start()
     sizes: list[int] = []
-    series = observer.hold(seconds, sizes)
+    times: list[float] = []
+    series = observer.hold(seconds, sizes, times)
     loop.stop.set()
     thread.join(timeout=30)
     changes = loop.counters.knob_changes
     climb = loop.climb
     start_size = climb.start_tuple[knob] if climb is not None else (sizes[0] if sizes else 0)
     source = climb.source.value if climb is not None else "none"
-    events = event_lines(loop.climber.events, knob) if loop.climber is not None else []
+    events = run_event_lines(climbers, knob)
     # Keep the agent's tuple in force for the final figure; shutdown would restore.
     loop.original.clear()
     loop.shutdown()
-    return AgentRun(series, sizes, changes, start_size, source, events)
+    return AgentRun(series, sizes, changes, start_size, source, events, times)

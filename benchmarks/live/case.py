@@ -134,18 +134,20 @@ def measure_oracle(
     return recorded
 
 
-def measure_control(observer: Observer, *, seconds: float, label: str) -> list[float]:
+def measure_control(observer: Observer, *, seconds: float, label: str) -> dict[str, Any]:
     """The server alone at the size in force (the default) for ``seconds``: what it does
-    with no agent, as the control of the agent's safety (:func:`scoring.safety`)."""
+    with no agent, as the control of the agent's safety (:func:`scoring.safety`), with the
+    time each sample ended, as ``--json`` records them."""
     time.sleep(SETTLE_S)
-    series = observer.hold(seconds)
+    times: list[float] = []
+    series = observer.hold(seconds, times=times)
     print(
         f"# {label}: control (no agent, size {observer.size()}) "
         + " ".join(f"{v:.0f}" for v in series)
         + f"; safety {safety(series):.2f}",
         flush=True,
     )
-    return series
+    return {"control": series, "control_times": times}
 
 
 def measure_agent(
@@ -181,6 +183,7 @@ def measure_agent(
     return {
         "agent": run.series,
         "agent_sizes": run.sizes,
+        "agent_times": run.times,
         "start_size": run.start_size,
         "start_source": run.start_source,
         "final_size": final_size,
@@ -220,7 +223,7 @@ def measure_case(
     oracle_size = best_value(list(sweep_points(oracle["sweep"]).values()))
     assert oracle_size is not None, "the sweep kept no sample"
     if plan.control:
-        oracle["control"] = measure_control(
+        oracle |= measure_control(
             observer, seconds=plan.agent_seconds, label=f"{workload} x{clients}"
         )
     for index, (label, repeat) in enumerate(plan.runs()):

@@ -64,14 +64,20 @@ class Observer:
     def set_size(self, size: int) -> None:
         self.target.apply({self.knob: size})
 
-    def hold(self, seconds: float, sizes: list[int] | None = None) -> list[float]:
-        """Samples for ``seconds``; with ``sizes``, the pool size in force at each one too."""
+    def hold(
+        self, seconds: float, sizes: list[int] | None = None, times: list[float] | None = None
+    ) -> list[float]:
+        """Samples for ``seconds``; with ``sizes``, the pool size in force at each one too;
+        with ``times``, the wall-clock time (epoch seconds) each sample ended, so that
+        what the server logged can be placed on the series."""
         samples: list[float] = []
         self.sample()
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             time.sleep(SAMPLE_S)
             samples.append(self.sample())
+            if times is not None:
+                times.append(time.time())
             if sizes is not None:
                 sizes.append(self.size())
         return samples

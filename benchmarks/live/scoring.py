@@ -114,6 +114,13 @@ def safety(series: Sequence[float]) -> float:
     return min(smooth) / start if smooth and start > 0 else 1.0
 
 
+def worst_window(series: Sequence[float]) -> int | None:
+    """Where :func:`safety`'s worst 10 s begin: the index of their first sample (None
+    when the series is shorter than 10 s)."""
+    smooth = rolling(series)
+    return min(range(len(smooth)), key=smooth.__getitem__) if smooth else None
+
+
 def rolling_t95_s(series: Sequence[float], target: float) -> float | None:
     """T95 on the 10-s rolling mean: the first time after which it stays ≥ 95% of ``target``
     for 90% of the next 60 s (or of the rest of the run)."""

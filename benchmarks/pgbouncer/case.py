@@ -10,10 +10,15 @@ from typing import Any
 from agents.config import AgentConfig, TargetSection
 from agents.targets.pgbouncer import PgBouncerTarget
 from benchmarks.live.agent_runs import agent_config
-from benchmarks.live.case import CasePlan, measure_case
+from benchmarks.live.case import CasePlan, case_key, measure_case
 from benchmarks.live.observer import Observer
 from benchmarks.live.scoring import LiveCaseScore
 from benchmarks.pgbouncer.cases import BOUNDS, DEFAULT_SIZE, SCALE, SIZE, WORKLOADS
+from benchmarks.pgbouncer.checkpoints import (
+    CHECKPOINT_SETTINGS,
+    read_checkpoints,
+    record_checkpoints,
+)
 from lab.pgbench import Endpoint, Pgbench
 from lab.pgbouncer import DatabaseEntry, PgBouncer, start_pgbouncer, stop_pgbouncer
 from lab.postgres import start_postgres, stop_postgres
@@ -22,7 +27,7 @@ from lab.postgres import start_postgres, stop_postgres
 def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -> LiveCaseScore:
     """Start the lab, load it with ``workload`` at ``clients``, measure, stop the lab."""
     live = WORKLOADS[workload]
-    cluster = start_postgres(prefix=f"pooltune-bench-pg-{workload}-")
+    cluster = start_postgres(prefix=f"pooltune-bench-pg-{workload}-", settings=CHECKPOINT_SETTINGS)
     bouncer: PgBouncer | None = None
     pgbench = Pgbench(cluster, scale=SCALE)
     try:
@@ -52,7 +57,7 @@ def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -
             )
 
         try:
-            return measure_case(
+            score = measure_case(
                 observer,
                 plan,
                 workload=workload,
@@ -63,6 +68,9 @@ def run_case(workload: str, clients: int, plan: CasePlan, raw: dict[str, Any]) -
             )
         finally:
             observer.close()
+        checkpoints = read_checkpoints(cluster.log_file.read_text(errors="replace"))
+        record_checkpoints(raw, case_key(workload, clients), checkpoints, f"{workload} x{clients}")
+        return score
     finally:
         pgbench.close()
         if bouncer is not None:
