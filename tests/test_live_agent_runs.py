@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import random
 import re
 
 from agents.climber import Climber, KnobSpace, Sample, make_climber
 from agents.knobs import Engine
 from benchmarks.live.agent_runs import event_lines, run_event_lines
+from benchmarks.live.climb_record import record_inputs, replay
 
 KNOB = "default_pool_size"
 
@@ -40,3 +43,40 @@ def test_a_second_climb_in_one_run_keeps_the_first_ones_events() -> None:
     assert lines == [*event_lines(first.events, KNOB), "climb 2", *event_lines(second.events, KNOB)]
     assert first.events and second.events
     assert run_event_lines([first], KNOB) == event_lines(first.events, KNOB)
+
+
+def test_a_recorded_climb_replays_exactly_from_its_json() -> None:
+    """What the climber was fed (resets, samples with CPU, lock and stall readings) is
+    kept; a new climber fed the JSON-read record asks for the same tuples and raises the
+    same events, and one changed sample makes the replay differ, not before it."""
+    space = KnobSpace.from_engine(Engine.PGBOUNCER, 2, names=[KNOB], bounds={KNOB: (1, 192)})
+    climber = make_climber("pooltune", knob_space=space, cpu_count=2)
+    record = record_inputs(climber)
+    climber.reset({KNOB: 20})
+    rng = random.Random(5)
+    knobs = climber.current_tuple
+    for index in range(150):
+        size = knobs[KNOB]
+        level = 20000.0 * min(1.0, size / 8) * (1.0 - 0.004 * max(0, size - 8))
+        sample = Sample(
+            level * (1 + rng.gauss(0, 0.06)),
+            32,
+            5.0,
+            knobs,
+            cpu_busy=min(1.9, 0.25 * size),
+            host_cpu_busy=min(2.0, 0.3 * size),
+            stalled=False,
+            settling=index % 17 == 0,
+            lock_waits=0.01,
+        )
+        knobs = climber.step(sample)
+    assert len({c["wanted"][KNOB] for c in record["calls"] if "wanted" in c}) > 2
+    stored = json.loads(json.dumps(record))
+    again, agreed = replay(stored, Engine.PGBOUNCER)
+    assert agreed == 150
+    assert event_lines(again.events, KNOB) == event_lines(climber.events, KNOB)
+    steps = [c for c in stored["calls"] if "sample" in c]
+    moved = next(i for i, c in enumerate(steps) if c["wanted"] != c["sample"]["knobs"])
+    steps[moved]["sample"]["throughput"] *= 0.3
+    _, agreed = replay(stored, Engine.PGBOUNCER)
+    assert moved <= agreed < 150

@@ -17,6 +17,7 @@ from agents.service_client import ServiceClient, enroll_agent
 from agents.targets.base import Target
 from agents.wiring import assemble_agent, make_target
 from benchmarks.live.cases import SAMPLE_S
+from benchmarks.live.climb_record import record_inputs
 from benchmarks.live.observer import Observer
 from benchmarks.live.warm import WarmService
 
@@ -33,6 +34,8 @@ class AgentRun:
     events: list[str]
     #: When each sample of ``series`` ended (epoch seconds).
     times: list[float]
+    #: What each climber of the run was fed, for an exact replay (:mod:`climb_record`).
+    climber_inputs: list[dict[str, Any]]
 
 
 def event_lines(events: list[ClimberEvent], knob: str) -> list[str]:
@@ -119,11 +122,13 @@ def run_agent(
         client_class=ColdStartClient if cold else ServiceClient,
     )
     climbers: list[Climber] = []
+    inputs: list[dict[str, Any]] = []
     factory = loop.climber_factory
 
     def recording_factory(space: KnobSpace, cpu_count: int) -> Climber:
         climber = factory(space, cpu_count)
         climbers.append(climber)
+        inputs.append(record_inputs(climber))
         return climber
 
     loop.climber_factory = recording_factory
@@ -143,4 +148,4 @@ def run_agent(
     # Keep the agent's tuple in force for the final figure; shutdown would restore.
     loop.original.clear()
     loop.shutdown()
-    return AgentRun(series, sizes, changes, start_size, source, events, times)
+    return AgentRun(series, sizes, changes, start_size, source, events, times, inputs)

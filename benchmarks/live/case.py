@@ -190,6 +190,7 @@ def measure_agent(
         "ab_ratio": ab_ratio,
         "knob_changes": run.knob_changes,
         "climber_events": run.events,
+        "climber_inputs": run.climber_inputs,
         "foreign_cores": {"agent": agent_foreign},
     }
 
