@@ -80,7 +80,11 @@ class EconomyWalk:
                 tied.clear()
                 # The line search's losses below were measured against a best now beaten
                 # below it: the curve is not what it saw, and they no longer bound the walk.
-                self.floor = -math.inf
+                # A size rolled back from fell sharply: that still bounds it.
+                self.floor = floor_below(
+                    [self._coordinate(k) for k in self._prober.rolled_back],
+                    self._coordinate(probe),
+                )
             elif verdict is Verdict.EQUAL:
                 self.chosen = dict(probe)
                 tied.append(dict(probe))

@@ -31,6 +31,8 @@ class Prober(Protocol):
 
     #: The best tuple measured so far; the line search moves it.
     top: dict[str, int]
+    #: Tuples whose probe was rolled back in this climb (a collapse or a sharp drop).
+    rolled_back: list[dict[str, int]]
 
     def probe(
         self, knobs: dict[str, int], *, rules: Rules, reference: dict[str, int] | None = None

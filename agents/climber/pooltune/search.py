@@ -76,6 +76,8 @@ class Search(Retests):
         self._aborted = False
         #: Tuples whose probe collapsed once (a second collapse makes them lose).
         self.collapsed: set[tuple[tuple[str, int], ...]] = set()
+        #: Tuples whose probe was rolled back (a collapse or a sharp drop).
+        self.rolled_back: list[dict[str, int]] = []
         #: Every tuple probed in this climb.
         self._probed: list[dict[str, int]] = []
         #: The step the climb began at (the economy walk must end in time to settle).
@@ -102,6 +104,8 @@ class Search(Retests):
     def abort(self) -> None:
         """The probe in force collapsed: the climber rolled back; the probe loses."""
         self._aborted = True
+        if self.probing is not None:
+            self.rolled_back.append(dict(self.probing))
 
     def _settling(self) -> bool:
         """The server itself fell less than ``change_window`` steps ago: it may be coming
@@ -259,7 +263,9 @@ class Search(Retests):
             return
         yield from self._fresh(self.top)
         center = dim.to_unit(self.top[dim.name])
-        floor = floor_below(line.worse, center)
+        # Sizes that lost, and sizes rolled back from (they fell sharply), bound the walk.
+        fell = [dim.to_unit(k[dim.name]) for k in self.rolled_back]
+        floor = floor_below(line.worse + fell, center)
         walk = EconomyWalk(
             self,
             cfg,
@@ -390,6 +396,9 @@ class Search(Retests):
                 yield from self._witness(reference)
                 if guards.fell_with_probe(self._evidence, self._config, reference, probed_from):
                     self._fell_at = self._evidence.now
+                    # The server fell, not only the probe: it does not bound the walk down.
+                    if knobs in self.rolled_back:
+                        self.rolled_back.remove(knobs)
                 key = tuple(sorted(knobs.items()))
                 if (
                     key in self.collapsed

@@ -47,7 +47,7 @@ def drive(
         if hook is not None:
             hook(index, server)
         sampled = server.sample(knobs)
-        run.sizes.append(knobs[SIZE])
+        run.sizes.append(knobs[climber.space.size.name])
         run.tuples.append(dict(knobs))
         run.expected.append(sampled.expected_throughput)
         sample = Sample(sampled.throughput, sampled.connections, sampled.latency_ms, sampled.knobs)
@@ -76,9 +76,11 @@ class MeasuredCurve:
     shares: tuple[float, ...]
     max_size: int = 128
     cores: int = 2
+    #: The pool size's knob (MariaDB's unless told: PgBouncer's ``default_pool_size``).
+    knob: str = SIZE
 
     def expected(self, knobs: Mapping[str, int]) -> tuple[float, float]:
-        throughput = float(self.curve(np.asarray([float(knobs.get(SIZE, 2))]))[0])
+        throughput = float(self.curve(np.asarray([float(knobs.get(self.knob, 2))]))[0])
         return throughput, 1000.0 * self.connections / throughput
 
     def curve(self, sizes: np.ndarray | None = None) -> np.ndarray:

@@ -518,3 +518,39 @@ def test_the_walk_down_from_far_above_stops_at_a_probe_that_collapsed() -> None:
     worst = [min(run.expected) / run.expected[0] for run in runs]
     # Measured: at worst 0.57 of the start (walking on past a collapse: 0.17, in 2 of 12).
     assert min(worst) >= 0.5
+
+
+def test_sizes_rolled_back_from_bound_the_economy_walk() -> None:
+    """PgBouncer from its default 20 on two cores: the walk down rolls back from the knee's
+    fall (4 is half the start), and while the climb goes on the best drifts down to 7
+    (select-only × 32 live: the worst 10 s held the economy walk's probe of a size rolled
+    back from before). Such a size fell sharply, not within the noise: it bounds the
+    economy walk as a loss does, also after a gain below the best cleared the line
+    search's losses, so the server is not taken under 0.8 of its start again."""
+    space = KnobSpace.from_engine("pgbouncer", 2)
+    knob = space.size.name
+    sizes = (1, 2, 3, 4, 5, 7, 10, 20, 40, 128)
+    first = MeasuredCurve(
+        32, sizes, (0.1, 0.2, 0.3, 0.5, 0.85, 0.95, 0.98, 0.97, 0.96, 0.95), knob=knob
+    )
+    second = MeasuredCurve(
+        32, sizes, (0.1, 0.2, 0.3, 0.5, 0.9, 1.0, 0.96, 0.92, 0.9, 0.88), knob=knob
+    )
+    falls = 0
+    for switch_at in (30, 50, 70):
+        for seed in range(30):
+            run = drive(
+                pooltune(2, space),
+                first,
+                start={knob: 20},
+                samples=300,
+                noise=NoiseConfig(cv=0.06),
+                seed=seed,
+                hook=lambda index, server, at=switch_at: (  # type: ignore[misc]
+                    index == at and server.switch_workload(second)
+                ),
+            )
+            # The walk down's own first probe of the fall is over by sample 60.
+            falls += any(level < 0.8 * run.expected[0] for level in run.expected[60:])
+    # Measured: 6 of 90 runs (probing sizes rolled back from again: 13 of 90).
+    assert falls <= 9, falls
