@@ -42,8 +42,8 @@ class EconomyWalk:
         self.dim = dim
         self.best = dict(prober.top)
         self.chosen = dict(prober.top)
-        #: The largest coordinate known to lose more than the tolerance.
-        self.floor = floor
+        #: The largest coordinate known to lose more than the tolerance, or rolled back from.
+        self.floor = max(floor, self._rolled_back_below(self.best))
         self._cpu_count = cpu_count
         self._tolerance = tolerance
         self._tie_z = tie_z
@@ -81,10 +81,7 @@ class EconomyWalk:
                 # The line search's losses below were measured against a best now beaten
                 # below it: the curve is not what it saw, and they no longer bound the walk.
                 # A size rolled back from fell sharply: that still bounds it.
-                self.floor = floor_below(
-                    [self._coordinate(k) for k in self._prober.rolled_back],
-                    self._coordinate(probe),
-                )
+                self.floor = self._rolled_back_below(probe)
             elif verdict is Verdict.EQUAL:
                 self.chosen = dict(probe)
                 tied.append(dict(probe))
@@ -136,6 +133,12 @@ class EconomyWalk:
     def _rules(self, probe: Mapping[str, int]) -> Rules:
         rules = economy_rules(self._config, probe, self.dim, self._cpu_count)
         return replace(rules, loss_tolerance=self._tolerance, shown_tie_z=self._tie_z)
+
+    def _rolled_back_below(self, knobs: Mapping[str, int]) -> float:
+        """The largest coordinate below ``knobs`` the climb rolled back from: it fell
+        sharply, not by a few percent, and bounds the walk whatever else was measured."""
+        fell = [self._coordinate(k) for k in self._prober.rolled_back]
+        return floor_below(fell, self._coordinate(knobs))
 
     def _coordinate(self, knobs: Mapping[str, int]) -> float:
         return self.dim.to_unit(knobs[self.dim.name])

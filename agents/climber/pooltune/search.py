@@ -263,14 +263,11 @@ class Search(Retests):
             return
         yield from self._fresh(self.top)
         center = dim.to_unit(self.top[dim.name])
-        # Sizes that lost, and sizes rolled back from (they fell sharply), bound the walk.
-        fell = [dim.to_unit(k[dim.name]) for k in self.rolled_back]
-        floor = floor_below(line.worse + fell, center)
         walk = EconomyWalk(
             self,
             cfg,
             dim,
-            floor=floor,
+            floor=floor_below(line.worse, center),
             cpu_count=self._cpu_count,
             tolerance=tolerance,
             tie_z=cfg.tie_z,
@@ -278,7 +275,7 @@ class Search(Retests):
             climb_began=self._began,
         )
         # Bisect down to the nearest size known to lose (a whole step if none is known).
-        yield from walk.run(min(1.0, (center - floor) / 2.0))
+        yield from walk.run(min(1.0, (center - walk.floor) / 2.0))
         self.top = dict(walk.chosen)
 
     def _secondary_search(self, dim: KnobDim, step: float) -> Program:
