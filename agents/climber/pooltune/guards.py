@@ -48,6 +48,25 @@ def fell_with_probe(
     return fall >= -math.log(1.0 - config.rollback_drop)
 
 
+def lost_before_the_drop(
+    evidence: Evidence,
+    config: PooltuneConfig,
+    reference: Mapping[str, int],
+    probe: Mapping[str, int],
+) -> bool:
+    """The samples of a ``probe`` rolled back on a sharp drop, taken before its last two
+    (the drop), already lose more than ``economy_epsilon`` against ``reference``, or are
+    fewer than a visit: the size lost, not only two samples of it. A full visit level with
+    the reference and then two low samples is the server dipping in time; one more look
+    decides, and the size does not bound the economy walk (docs/climber.md, "Search")."""
+    earlier = evidence.readings(probe)[:-2]
+    base = evidence.readings(reference)
+    if len(earlier) < config.visit_samples or not base:
+        return True
+    difference, _ = evidence.paired_difference(base, earlier)
+    return difference < math.log1p(-config.economy_epsilon)
+
+
 def measured_since(evidence: Evidence, knobs: Mapping[str, int], step: int) -> bool:
     """``knobs`` was measured after ``step`` (a reference seen again since a probe began)."""
     last = evidence.last_seen(knobs)

@@ -391,20 +391,24 @@ class Search(Retests):
                 self._aborted = False
                 self.probing = None
                 yield from self._witness(reference)
-                if guards.fell_with_probe(self._evidence, self._config, reference, probed_from):
+                fell = guards.fell_with_probe(self._evidence, self._config, reference, probed_from)
+                if fell:
                     self._fell_at = self._evidence.now
-                    # The server fell, not only the probe: it does not bound the walk down.
-                    if knobs in self.rolled_back:
-                        self.rolled_back.remove(knobs)
+                # The server fell, or dipped at a size that tied before the drop: the size
+                # did not lose, and does not bound the walk down.
+                lost = guards.lost_before_the_drop(self._evidence, self._config, reference, knobs)
+                if knobs in self.rolled_back and (fell or not lost):
+                    self.rolled_back.remove(knobs)
                 key = tuple(sorted(knobs.items()))
                 if (
                     key in self.collapsed
                     or self.changed is not None
-                    or not self._evidence.stalls_seen()
+                    or (lost and not self._evidence.stalls_seen())
                 ):
                     return Comparison(Verdict.WORSE)
-                # On a server seen to stall, two stalls in a row look like a collapse: one
-                # more look decides.
+                # On a server seen to stall, two stalls in a row look like a collapse; after
+                # a visit level with the reference, two low samples are the server dipping:
+                # one more look decides.
                 self.collapsed.add(key)
                 self.probing = dict(knobs)
                 yield (knobs, cfg.min_samples)

@@ -4,7 +4,9 @@ starts, a collapse past the optimum."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -15,10 +17,13 @@ from benchmarks.climb import t95
 from benchmarks.climb.curves import CliffCurve, PlateauCurve, StallLimitCurve
 from benchmarks.climb.replay import real_cases
 from benchmarks.climb.worlds import ReplayWorld
+from benchmarks.live.climb_record import replay
 from tests.agents.climber.helpers import SIZE, MeasuredCurve, Run, drive, new
 
 OVERSUBSCRIBE = "thread_pool_oversubscribe"
 STALL = "thread_pool_stall_limit"
+#: Live records of real climbs, replayed.
+DATA = Path(__file__).parent / "data"
 
 
 def pooltune(cpus: int = 8, space: KnobSpace | None = None, /, **config: float) -> PooltuneClimber:
@@ -554,3 +559,20 @@ def test_sizes_rolled_back_from_bound_the_economy_walk() -> None:
             falls += any(level < 0.8 * run.expected[0] for level in run.expected[60:])
     # Measured: 6 of 90 runs (probing sizes rolled back from again: 13 of 90).
     assert falls <= 9, falls
+
+
+def test_a_live_rollback_after_a_visit_level_with_the_best_is_looked_at_again() -> None:
+    """A real climb (PgBouncer, select-only × 32, live on a noisy 2-core host): 11 read
+    level with 20 over a visit and a half, then two samples 17–20% down, and the climb
+    rolled back from it at step 53. The climber that ran took that as a loss: the walk
+    stayed above 11 and held 17, 2.1× the smallest size tied (8). Its earlier samples tie,
+    so the drop is the server dipping: after the reference is measured again, 11 is
+    looked at once more (docs/climber.md, "Search")."""
+    record = json.loads((DATA / "live-select-only-32-rollback.json").read_text())
+    replayed = replay(record, "pgbouncer")
+    rollbacks = [e for e in replayed.climber.events if e.kind is EventKind.ROLLBACK]
+    assert [(e.step, e.knobs["default_pool_size"]) for e in rollbacks][:1] == [(53, 11)]
+    # Every answer as recorded until the climber that ran left 11 for 15.
+    assert replayed.agreed == 55
+    assert replayed.recorded == {"default_pool_size": 15}
+    assert replayed.answered == {"default_pool_size": 11}
