@@ -58,7 +58,7 @@ def lost_before_the_drop(
     (the drop), already lose more than ``economy_epsilon`` against ``reference``, or are
     fewer than a visit: the size lost, not only two samples of it. A full visit level with
     the reference and then two low samples is the server dipping in time; one more look
-    decides, and the size does not bound the economy walk (docs/climber.md, "Search")."""
+    decides, and the size does not bound the economy walk (docs/climber.md, "Per sample")."""
     earlier = evidence.readings(probe)[:-2]
     base = evidence.readings(reference)
     if len(earlier) < config.visit_samples or not base:

@@ -567,7 +567,7 @@ def test_a_live_rollback_after_a_visit_level_with_the_best_is_looked_at_again() 
     rolled back from it at step 53. The climber that ran took that as a loss: the walk
     stayed above 11 and held 17, 2.1× the smallest size tied (8). Its earlier samples tie,
     so the drop is the server dipping: after the reference is measured again, 11 is
-    looked at once more (docs/climber.md, "Search")."""
+    looked at once more (docs/climber.md, "Per sample")."""
     record = json.loads((DATA / "live-select-only-32-rollback.json").read_text())
     replayed = replay(record, "pgbouncer")
     rollbacks = [e for e in replayed.climber.events if e.kind is EventKind.ROLLBACK]
