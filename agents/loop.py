@@ -10,7 +10,6 @@ are described in docs/agent.md ("The loop", "Modes").
 from __future__ import annotations
 
 import logging
-import statistics
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,7 +26,6 @@ from agents.profile import (
     Interval,
     ProfileError,
     ThroughputMetric,
-    change_passed,
     climb_metric,
     describe_profile,
     profiling_window,
@@ -90,9 +88,6 @@ class AgentLoop(FaultHandling, PeriodicLoop):
         self.last_report: dict[str, Any] = {}
         self._previous: Snapshot | None = None
         self._profile_snapshots: list[Snapshot] = []
-        #: The tuple held when the climber saw a workload change, and the level the climb
-        #: measured there: the profile that follows tells whether the change lasted.
-        self._held: tuple[dict[str, int], float] | None = None
         self._levels = ThroughputLevels()
         self._rollback = RollbackGuard()
         self.watch = ServerWatch()  # restarts, clock steps, half-applied changes
@@ -252,7 +247,6 @@ class AgentLoop(FaultHandling, PeriodicLoop):
 
     def _enter_profiling(self) -> None:
         self.phase = Phase.PROFILING
-        self._held = None
         self._profile_snapshots = []
         if self._previous is not None:
             self._profile_snapshots.append(self._previous)
@@ -281,41 +275,11 @@ class AgentLoop(FaultHandling, PeriodicLoop):
             self._profile_snapshots = [snapshot]
             return
         logger.info("profile: %s", describe_profile(profile))
-        held, self._held = self._held, None
-        if self.gate is None and held is not None and self._climb_on(held, profile):
-            return
         if self.gate is None:
             self._start_climb(profile)
         else:
             assert self.host is not None
             self._follow(self.gate.begin(self.host, profile, self.applied))
-
-    def _climb_on(self, held: tuple[dict[str, int], float], profile: WorkloadProfile) -> bool:
-        """After a change the climber saw while holding: when it did not last
-        (:func:`agents.profile.change_passed`), the climber goes on with its own search from
-        the held tuple, under a new report with this profile; else False (a new start)."""
-        knobs, level = held
-        if self.climb is None or self.climber is None or knobs != self.applied:
-            return False
-        if not change_passed(self.climb.profile, level, profile, self.metric):
-            return False
-        self.climb = Climb.begin(
-            started_at=utc_datetime(self.wall_clock()),
-            started_mono=self.clock(),
-            profile=profile,
-            start_tuple=self.applied,
-            source=Source.CURRENT,
-        )
-        self._levels.clear()
-        self._rollback = RollbackGuard()
-        self.counters.climbs += 1
-        self.phase = Phase.CLIMBING
-        logger.info(
-            "the change did not last (%.0f at %s, as held): climbing on from there",
-            profile.tps if self.metric == "transactions" else profile.qps,
-            self.applied,
-        )
-        return True
 
     def _follow(self, outcome: Outcome) -> None:
         """Do what the approval gate says: climb from an approved start, or enter a phase."""
@@ -501,8 +465,6 @@ class AgentLoop(FaultHandling, PeriodicLoop):
         if not self.climber.converged:
             logger.info("the climber saw a workload change: profiling again")
             self._enter_profiling()
-            levels = self._levels.at(in_force)
-            self._held = (dict(in_force), statistics.median(levels)) if levels else None
             return
         self._apply(wanted)
 

@@ -416,31 +416,6 @@ def workload_changed(
 ) -> bool:
     """Whether ``current`` looks like another workload than ``reference``: connections
     moved by more than ``threshold`` (relative, and by at least 2)."""
-    return _connections_moved(float(reference.connections), current.connections, threshold)
-
-
-def change_passed(
-    before: WorkloadProfile,
-    held_level: float,
-    after: WorkloadProfile,
-    metric: ThroughputMetric,
-    *,
-    threshold: float = 0.2,
-) -> bool:
-    """A change the climber saw while holding did not last: the steady window profiled
-    after it has the same clients (connections within ``threshold``, as
-    :func:`workload_changed`) and runs at the held tuple within ``threshold`` of the level
-    the climb measured there (a checkpoint's or the host's dip, not another workload).
-    The climb then goes on from the held tuple, which was measured on this workload, instead
-    of from a recommendation (docs/agent.md, "The loop")."""
-    if held_level <= 0 or _connections_moved(
-        float(before.connections), after.connections, threshold
-    ):
-        return False
-    throughput = after.tps if metric == "transactions" else after.qps
-    return throughput > 0 and abs(math.log(throughput / held_level)) <= math.log1p(threshold)
-
-
-def _connections_moved(before: float, after: float, threshold: float) -> bool:
-    moved = abs(after - before)
-    return moved >= 2 and moved > threshold * max(before, 1.0)
+    base = float(reference.connections)
+    moved = abs(current.connections - base)
+    return moved >= 2 and moved > threshold * max(base, 1.0)
