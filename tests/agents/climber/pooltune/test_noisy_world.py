@@ -563,11 +563,11 @@ def test_sizes_rolled_back_from_bound_the_economy_walk() -> None:
 
 def test_a_live_rollback_after_a_visit_level_with_the_best_is_looked_at_again() -> None:
     """A real climb (PgBouncer, select-only × 32, live on a noisy 2-core host): 11 read
-    level with 20 over a visit and a half, then two samples 17–20% down, and the climb
-    rolled back from it at step 53. The climber that ran took that as a loss: the walk
-    stayed above 11 and held 17, 2.1× the smallest size tied (8). Its earlier samples tie,
-    so the drop is the server dipping: after the reference is measured again, 11 is
-    looked at once more (docs/climber.md, "Per sample")."""
+    level with 20 over a visit and a half, then two samples at 11.3k and 10.3k (its visit
+    had read 13.5–13.9k), and the climb rolled back from it at step 53. The climber that
+    ran took that as a loss: the walk stayed above 11 and held 17, 2.1× the smallest size
+    tied (8). Its earlier samples tie, so the drop is the server dipping: after the
+    reference is measured again, 11 is looked at once more (docs/climber.md, "Per sample")."""
     record = json.loads((DATA / "live-select-only-32-rollback.json").read_text())
     replayed = replay(record, "pgbouncer")
     rollbacks = [e for e in replayed.climber.events if e.kind is EventKind.ROLLBACK]
