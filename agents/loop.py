@@ -26,6 +26,7 @@ from agents.profile import (
     Interval,
     ProfileError,
     ThroughputMetric,
+    change_passed,
     climb_metric,
     describe_profile,
     profiling_window,
@@ -88,6 +89,9 @@ class AgentLoop(FaultHandling, PeriodicLoop):
         self.last_report: dict[str, Any] = {}
         self._previous: Snapshot | None = None
         self._profile_snapshots: list[Snapshot] = []
+        #: The tuple held when the climber saw a workload change, and the climb's levels
+        #: there: the profile that follows tells whether the change lasted.
+        self._held: tuple[dict[str, int], tuple[float, ...]] | None = None
         self._levels = ThroughputLevels()
         self._rollback = RollbackGuard()
         self.watch = ServerWatch()  # restarts, clock steps, half-applied changes
@@ -232,21 +236,14 @@ class AgentLoop(FaultHandling, PeriodicLoop):
         self._levels.clear()
         self._rollback = RollbackGuard()
         if self.phase is Phase.HOLDING:
-            self.climb = Climb.begin(
-                started_at=utc_datetime(self.wall_clock()),
-                started_mono=self.clock(),
-                profile=self.climb.profile,
-                start_tuple=baseline,
-                source=Source.CURRENT,
-            )
-            self.counters.climbs += 1
-            self.phase = Phase.CLIMBING
+            self._begin_climb(self.climb.profile, Source.CURRENT)
         logger.info("climbing again from the adopted tuple %s", baseline)
 
     # -- profiling --------------------------------------------------------------------
 
     def _enter_profiling(self) -> None:
         self.phase = Phase.PROFILING
+        self._held = None
         self._profile_snapshots = []
         if self._previous is not None:
             self._profile_snapshots.append(self._previous)
@@ -275,11 +272,28 @@ class AgentLoop(FaultHandling, PeriodicLoop):
             self._profile_snapshots = [snapshot]
             return
         logger.info("profile: %s", describe_profile(profile))
+        held, self._held = self._held, None
+        if self.gate is None and held is not None and self._climb_on(*held, profile):
+            return
         if self.gate is None:
             self._start_climb(profile)
         else:
             assert self.host is not None
             self._follow(self.gate.begin(self.host, profile, self.applied))
+
+    def _climb_on(
+        self, knobs: dict[str, int], levels: tuple[float, ...], profile: WorkloadProfile
+    ) -> bool:
+        """After a change the climber saw while holding at ``knobs``: when it did not last
+        (:func:`agents.profile.change_passed`), the climber, which restarted itself there,
+        goes on under a new report with this profile. False: take a new start."""
+        if self.climb is None or self.climber is None or knobs != self.applied:
+            return False
+        if not change_passed(self.climb.profile, levels, profile, self.metric):
+            return False
+        self._begin_climb(profile, Source.CURRENT)
+        logger.info("the change did not last (%s as held): climbing on from there", knobs)
+        return True
 
     def _follow(self, outcome: Outcome) -> None:
         """Do what the approval gate says: climb from an approved start, or enter a phase."""
@@ -344,20 +358,26 @@ class AgentLoop(FaultHandling, PeriodicLoop):
         self.climber = self.climber_factory(space, self.host.cpu_count)
         self._apply(start)
         self.climber.reset(dict(self.applied), plausible_range=ranges or None)
+        self._begin_climb(profile, Source(answer.source), answer.model_version)
+        self._previous = None  # the first sample after a change mixes two tuples
+        logger.info("climbing from %s (%s), ranges %s", self.applied, answer.source.value, ranges)
+
+    def _begin_climb(
+        self, profile: WorkloadProfile, source: Source, model_version: str | None = None
+    ) -> None:
+        """A new climb record from the tuple in force: every climb starts here."""
         self.climb = Climb.begin(
             started_at=utc_datetime(self.wall_clock()),
             started_mono=self.clock(),
             profile=profile,
             start_tuple=self.applied,
-            source=Source(answer.source),
-            model_version=answer.model_version,
+            source=source,
+            model_version=model_version,
         )
-        self._previous = None  # the first sample after a change mixes two tuples
         self._levels.clear()
         self._rollback = RollbackGuard()
         self.counters.climbs += 1
         self.phase = Phase.CLIMBING
-        logger.info("climbing from %s (%s), ranges %s", self.applied, answer.source.value, ranges)
 
     def _bounds(self) -> dict[str, tuple[int, int]]:
         return {name: self.config.knob_bounds(name) for name in self.names}
@@ -406,24 +426,15 @@ class AgentLoop(FaultHandling, PeriodicLoop):
         assert self.climber is not None
         good = self._inside_bounds(self.climber.best_tuple)
         safety = self.config.safety
-        reference = self._rollback.check(
+        if not self._rollback.due(
             throughput,
+            good,
             self._levels.at(good) if good != in_force else (),
             below=safety.rollback_below,
             samples=safety.rollback_samples,
-        )
-        if reference is None:
+        ):
             return False
         self.counters.rollbacks += 1
-        logger.warning(
-            "throughput %.0f below %.0f%% of the last good tuple's %.0f for %d samples: "
-            "rolling back to %s",
-            throughput,
-            100 * safety.rollback_below,
-            reference,
-            safety.rollback_samples,
-            good,
-        )
         self._apply(good)
         self.climber.reset(dict(self.applied))
         self._previous = None
@@ -465,6 +476,7 @@ class AgentLoop(FaultHandling, PeriodicLoop):
         if not self.climber.converged:
             logger.info("the climber saw a workload change: profiling again")
             self._enter_profiling()
+            self._held = (dict(in_force), tuple(self._levels.at(in_force)))
             return
         self._apply(wanted)
 

@@ -94,7 +94,7 @@ class Interval:
     stall_wakes: float | None = None
 
     def throughput(self, metric: ThroughputMetric) -> float:
-        return self.tps if metric == "transactions" else self.qps
+        return metric_rate(self.tps, self.qps, metric)
 
     def climber_sample(self, knobs: Mapping[str, int], throughput: float) -> Sample:
         """This interval as the climber's sample at ``knobs``."""
@@ -307,6 +307,11 @@ def profiling_window(
     return window
 
 
+def metric_rate(tps: float, qps: float, metric: ThroughputMetric) -> float:
+    """The rate the climb is measured in: transactions or queries per second."""
+    return tps if metric == "transactions" else qps
+
+
 def climb_metric(configured: ThroughputMetric, profile: WorkloadProfile) -> ThroughputMetric:
     """The configured metric, except that a workload without transactions (autocommit
     statements only: Com_commit does not move) is climbed on queries per second."""
@@ -416,6 +421,34 @@ def workload_changed(
 ) -> bool:
     """Whether ``current`` looks like another workload than ``reference``: connections
     moved by more than ``threshold`` (relative, and by at least 2)."""
-    base = float(reference.connections)
-    moved = abs(current.connections - base)
-    return moved >= 2 and moved > threshold * max(base, 1.0)
+    return _connections_moved(float(reference.connections), current.connections, threshold)
+
+
+def change_passed(
+    before: WorkloadProfile,
+    held_levels: Sequence[float],
+    after: WorkloadProfile,
+    metric: ThroughputMetric,
+    *,
+    threshold: float = 0.2,
+) -> bool:
+    """A change the climber saw while holding did not last: the steady window profiled
+    after it has the same clients (connections within ``threshold``, as
+    :func:`workload_changed`) and runs at the held tuple within ``threshold`` of the median
+    of ``held_levels``, the climb's last samples there (a checkpoint's or the host's dip,
+    not another workload). The climb then goes on from the held tuple, measured on this
+    workload, instead of from a recommendation (docs/agent.md, "The loop")."""
+    if not held_levels or _connections_moved(
+        float(before.connections), after.connections, threshold
+    ):
+        return False
+    level = statistics.median(held_levels)
+    throughput = metric_rate(after.tps, after.qps, metric)
+    if min(throughput, level) <= 0:
+        return False
+    return abs(math.log(throughput / level)) <= math.log1p(threshold)
+
+
+def _connections_moved(before: float, after: float, threshold: float) -> bool:
+    moved = abs(after - before)
+    return moved >= 2 and moved > threshold * max(before, 1.0)

@@ -3,10 +3,13 @@ rule that sends the server back to the last good tuple after a sustained drop.""
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
 
 #: Throughputs kept per tuple (the most recent ones).
 LEVELS_KEPT = 5
@@ -38,21 +41,36 @@ class RollbackGuard:
 
     low_samples: int = 0
 
-    def check(
-        self, throughput: float, good_levels: Sequence[float], *, below: float, samples: int
-    ) -> float | None:
-        """The good tuple's reference level when a rollback is due now (``samples`` in a
-        row below ``below`` × that level), else None. ``good_levels`` is empty when the
-        server is at the good tuple or the good tuple is unmeasured."""
+    def due(
+        self,
+        throughput: float,
+        good: Mapping[str, int],
+        good_levels: Sequence[float],
+        *,
+        below: float,
+        samples: int,
+    ) -> bool:
+        """Whether a rollback to ``good`` is due now: ``samples`` in a row below ``below`` ×
+        the median of ``good_levels`` (empty when the server is at the good tuple or the
+        good tuple is unmeasured). Says why in the log."""
         if not good_levels:
             self.low_samples = 0
-            return None
+            return False
         reference = statistics.median(good_levels)
         if throughput >= below * reference:
             self.low_samples = 0
-            return None
+            return False
         self.low_samples += 1
         if self.low_samples < samples:
-            return None
+            return False
         self.low_samples = 0
-        return reference
+        logger.warning(
+            "throughput %.0f below %.0f%% of the last good tuple's %.0f for %d samples: "
+            "rolling back to %s",
+            throughput,
+            100 * below,
+            reference,
+            samples,
+            dict(good),
+        )
+        return True

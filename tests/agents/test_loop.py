@@ -14,8 +14,9 @@ from agents.service_client import Uploader
 from agents.spool import Spool
 from agents.state import OriginalTupleFile
 from agents.targets.base import TargetUnavailable
+from agents.wire import Source
 from agents.wiring import make_climber_factory
-from tests.agents.fakes import FakeTarget
+from tests.agents.fakes import FakeTarget, knee_curve
 
 SIZE = "thread_pool_size"
 
@@ -384,3 +385,66 @@ def test_the_longest_profile_window_cannot_be_shorter_than_the_window(tmp_path: 
         config_for(tmp_path, agent={"profile_window_s": 30.0, "profile_max_window_s": 20.0})
     steady = config_for(tmp_path, agent={"profile_window_s": 30.0})
     assert steady.agent.profile_longest_window_s == 90.0
+
+
+def dip_then(
+    curve: Callable[[Mapping[str, int]], float],
+    *,
+    factor: float,
+    samples: int,
+    lasting: bool = False,
+) -> tuple[Callable[[Mapping[str, int]], float], Callable[[], None]]:
+    """``curve``, and a switch that scales it by ``factor`` for the next ``samples`` reads
+    (for ever if ``lasting``): the server dips, or the workload changes, at the same clients."""
+    left = [0]
+
+    def scaled(knobs: Mapping[str, int]) -> float:
+        if left[0] > 0:
+            left[0] -= 0 if lasting else 1
+            return factor * curve(knobs)
+        return curve(knobs)
+
+    def start() -> None:
+        left[0] = samples
+
+    return scaled, start
+
+
+def _held_then(tmp_path: Path, *, lasting: bool) -> tuple[AgentLoop, dict[str, int]]:
+    """Hold on the knee curve, then a 40% fall of throughput at the same 16 clients for six
+    samples, 12 s as live (or for good), until the loop climbs again."""
+    curve, fall = dip_then(knee_curve, factor=0.6, samples=6, lasting=lasting)
+    target = FakeTarget(curve=curve)
+    config = config_for(tmp_path, bounds={SIZE: [1, 16]})
+    loop = make_loop(tmp_path, target, make_climber_factory(config), config)
+    run_until(loop, Phase.HOLDING, limit=400)
+    assert loop.phase is Phase.HOLDING
+    held = dict(loop.applied)
+    fall()
+    run_until(loop, Phase.PROFILING, limit=40)
+    assert loop.phase is Phase.PROFILING  # the climber saw the fall
+    run_until(loop, Phase.CLIMBING, limit=40)
+    assert loop.phase is Phase.CLIMBING
+    return loop, held
+
+
+def test_a_dip_while_holding_that_passes_climbs_on_from_the_held_tuple(tmp_path: Path) -> None:
+    """Live, PgBouncer under 20 ms sleeps × 32 held its best, 32, until a 20% dip of the
+    server (12 s, the same clients) read as a workload change; the profile after it asked
+    the heuristic for a start and the agent ended on 19, 0.62 of the best. The profile
+    after a dip that passed shows the same clients at the held level: the climb goes on
+    from the held tuple, under a new report."""
+    loop, held = _held_then(tmp_path, lasting=False)
+    assert loop.climb is not None
+    assert loop.climb.source is Source.CURRENT
+    assert loop.climb.start_tuple == held
+    assert loop.applied == held
+    assert loop.counters.climbs == 2
+
+
+def test_a_fall_that_lasts_while_holding_asks_for_a_new_start(tmp_path: Path) -> None:
+    """The same fall for good is another workload at the same clients: a new start."""
+    loop, _ = _held_then(tmp_path, lasting=True)
+    assert loop.climb is not None
+    assert loop.climb.source is not Source.CURRENT
+    assert loop.counters.climbs == 2

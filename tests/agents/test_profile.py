@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from agents.profile import ProfileError, build_profile, interval, workload_changed
+from agents.profile import (
+    ProfileError,
+    build_profile,
+    change_passed,
+    interval,
+    workload_changed,
+)
 from agents.targets.base import Snapshot
+from agents.wire import WorkloadProfile
 
 
 def snap(
@@ -173,3 +180,23 @@ def test_workload_change_by_connections() -> None:
     more = interval(snap(0, questions=0), snap(2, questions=100, connections=20))
     assert not workload_changed(profile, same)
     assert workload_changed(profile, more)
+
+
+def test_a_change_passed_only_at_the_same_clients_and_the_held_level() -> None:
+    """The held tuple's level is the median of the climb's last samples there; within 20%
+    of it at the same clients the change passed, not beyond, not at other clients, and
+    never without a level to compare with."""
+    before = WorkloadProfile(window_s=30, connections=32, active_connections=8, qps=1000, tps=500)
+
+    def after(tps: float, connections: int = 32) -> WorkloadProfile:
+        return before.model_copy(update={"tps": tps, "qps": 2 * tps, "connections": connections})
+
+    levels = (480.0, 500.0, 900.0)  # one outlier: the median holds
+    assert change_passed(before, levels, after(420), "transactions")
+    assert change_passed(before, levels, after(590), "transactions")
+    assert not change_passed(before, levels, after(400), "transactions")  # 0.8 of 500
+    assert not change_passed(before, levels, after(620), "transactions")
+    assert not change_passed(before, levels, after(500, connections=48), "transactions")
+    assert not change_passed(before, (), after(500), "transactions")
+    assert change_passed(before, (1000.0,), after(500), "queries")  # 1,000 qps
+    assert not change_passed(before, (1000.0,), after(500), "transactions")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from agents.rollback import LEVELS_KEPT, RollbackGuard, ThroughputLevels
 
 GOOD = (1000.0, 980.0, 1020.0)
+SIZE_4 = {"thread_pool_size": 4}
 
 
 def test_levels_keep_the_latest_throughputs_per_tuple() -> None:
@@ -19,18 +24,25 @@ def test_levels_keep_the_latest_throughputs_per_tuple() -> None:
     assert levels.at({"thread_pool_size": 4}) == ()
 
 
-def test_a_rollback_is_due_after_enough_low_samples_in_a_row() -> None:
+def test_a_rollback_is_due_after_enough_low_samples_in_a_row(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     guard = RollbackGuard()
-    checks = [guard.check(400.0, GOOD, below=0.5, samples=3) for _ in range(3)]
-    assert checks == [None, None, 1000.0]  # the median of the good tuple's levels
+    with caplog.at_level(logging.WARNING, logger="agents.rollback"):
+        checks = [guard.due(400.0, SIZE_4, GOOD, below=0.5, samples=3) for _ in range(3)]
+    assert checks == [False, False, True]
     assert guard.low_samples == 0
+    # The log names the median of the good tuple's levels and the tuple it goes back to.
+    assert "tuple's 1000 for 3 samples: rolling back to {'thread_pool_size': 4}" in caplog.text
 
 
 def test_one_good_sample_or_no_reference_starts_the_count_again() -> None:
     guard = RollbackGuard()
-    assert guard.check(400.0, GOOD, below=0.5, samples=2) is None
-    assert guard.check(600.0, GOOD, below=0.5, samples=2) is None  # above half the level
-    assert guard.check(400.0, GOOD, below=0.5, samples=2) is None
-    assert guard.check(400.0, (), below=0.5, samples=2) is None  # at the good tuple
-    assert guard.check(400.0, GOOD, below=0.5, samples=2) is None
-    assert guard.check(400.0, GOOD, below=0.5, samples=2) == 1000.0
+    assert not guard.due(400.0, SIZE_4, GOOD, below=0.5, samples=2)
+    assert not guard.due(600.0, SIZE_4, GOOD, below=0.5, samples=2)  # above half the level
+    assert not guard.due(400.0, SIZE_4, GOOD, below=0.5, samples=2)
+    assert not guard.due(400.0, SIZE_4, (), below=0.5, samples=2)  # at the good tuple
+    assert not guard.due(400.0, SIZE_4, GOOD, below=0.5, samples=2)
+    assert guard.due(400.0, SIZE_4, GOOD, below=0.5, samples=2)
+    # Against the median (1000), not the mean (677) that one collapsed sample drags down.
+    assert RollbackGuard().due(400.0, SIZE_4, (1020.0, 1000.0, 10.0), below=0.5, samples=1)
