@@ -117,8 +117,7 @@ def _walk_down(
     """The recommendation may be wrong (an over-sized pool on a flat, stalling curve ties
     over a wide range): step by bounded step down to ``floor``, each probe against the
     start, until one is shown to gain, or to lose more than ``rollback_drop`` (the fall
-    below a knee; a shelf's own dips lose less) even without its lowest sample, or the
-    curve turns (:func:`_turned`). With
+    below a knee; a shelf's own dips lose less) even without its lowest sample. With
     ``retest_loss`` (a cold start far above the cores, not a recommendation: its walk has
     the time) the loss that would end the walk is re-tested once on fresh samples, A/B/A/B:
     one sunk visit of a probe must not leave the pool on the shelf."""
@@ -127,7 +126,6 @@ def _walk_down(
     shelf = -math.log1p(-config.rollback_drop)
     sizes = [probe[dim.name]]
     last = Comparison(Verdict.EQUAL)
-    highest = dict(probe) if prober.gain(probe, start) > 0 else start
     retests = 1 if retest_loss else 0
     while probe[dim.name] > floor and (_unproven(*last) or last.verdict is Verdict.WORSE):
         bound = _bounded_step(prober, dim, start, probe, shelf)
@@ -148,25 +146,7 @@ def _walk_down(
         probe = {**probe, dim.name: below}
         last = yield from prober.probe(probe, rules=rules)
         sizes.append(probe[dim.name])
-        if _turned(prober, probe, highest, start, config.epsilon):
-            break
-        if prober.gain(probe, start) > prober.gain(highest, start):
-            highest = dict(probe)
     return _Walk(sizes, last)
-
-
-def _turned(
-    prober: Prober,
-    probe: dict[str, int],
-    highest: dict[str, int],
-    start: dict[str, int],
-    epsilon: float,
-) -> bool:
-    """The walk measured a gain below the start, then ``probe`` below that size loses more
-    than ``epsilon`` even without its lowest sample: the curve turned, its peak lies
-    between, and a step farther down only loses more (live, such walks went on to 3 or 2,
-    and the sweeps put 2 at 0.54–0.80 of their best: docs/climber.md, "Warm start")."""
-    return highest != start and prober.loss_shown(probe, highest) > epsilon
 
 
 def _bounded_step(

@@ -576,17 +576,3 @@ def test_a_live_rollback_after_a_visit_level_with_the_best_is_looked_at_again() 
     assert replayed.agreed == 55
     assert replayed.recorded == {"default_pool_size": 15}
     assert replayed.answered == {"default_pool_size": 11}
-
-
-def test_a_live_walk_down_stops_where_the_curve_turned() -> None:
-    """A real climb (PgBouncer, TPC-B-like × 32, live on a noisy 2-core host; the sweep's
-    best 8, 2 at 0.58 of it): from the heuristic's 16 the walk down read 10 above 16, then
-    6 below 10 (1,026–1,109 against 1,120–1,325), and went on to 4 and 2; 2 read 739–801
-    and was rolled back, the run's worst 10 s at 0.65 of its start. The curve had turned
-    at 6: the walk stops there and the search runs between 6 and 16 from 10."""
-    record = json.loads((DATA / "live-tpcb-32-walk-down.json").read_text())
-    replayed = replay(record, "pgbouncer")
-    assert replayed.agreed == 16  # every answer as recorded until the walk left 6 for 4
-    assert replayed.recorded == {"default_pool_size": 4}
-    assert replayed.answered is not None
-    assert 6 < replayed.answered["default_pool_size"] < 16
