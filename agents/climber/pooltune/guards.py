@@ -126,9 +126,11 @@ def lowest_probe(
     """The smallest pool a probe below ``base`` may take, by the worst case of
     :func:`step_down_limit` rounded up (2.4 taken as 2 would halve the pool, and an IO-bound
     server may lose more than half there; a rounding inside ``epsilon`` is no loss). Where
-    statements queue on row locks fewer threads may gain: any size. Where the server keeps
-    its cores busy its threads wait for a core, not off it: down to the cores at least."""
-    if queues_on_locks(evidence, config, base):
+    statements queue on row locks fewer threads may gain: any size, unless ``base`` itself
+    lost more than ``epsilon`` (a falling flank, where the worst case holds). Where the
+    server keeps its cores busy its threads wait for a core, not off it: down to the cores
+    at least."""
+    if queues_on_locks(evidence, config, base) and headroom >= -config.epsilon:
         return size.low
     bound = base[size.name] * math.exp(math.log1p(-config.max_probe_loss) - headroom)
     lowest = max(size.low, min(size.high, math.ceil(bound * (1.0 - config.epsilon) - 1e-9)))

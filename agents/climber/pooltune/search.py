@@ -318,12 +318,15 @@ class Search(Retests):
         ):
             yield from self._witness(reference)
 
-    def _headroom(self, dim: KnobDim) -> float | None:
-        """How far ``top`` measured above the start (log), for the pool size (else None)."""
-        top = self._level(self.top)
-        if dim is not self._space.size or self._start_level is None or top is None:
+    def _headroom(self, dim: KnobDim, base: Mapping[str, int] | None = None) -> float | None:
+        """How far ``base`` (default and unmeasured: ``top``) measured above the start (log),
+        for the pool size (else None)."""
+        level = self._level(base) if base is not None else None
+        if level is None:
+            level = self._level(self.top)
+        if dim is not self._space.size or self._start_level is None or level is None:
             return None
-        return top - self._start_level
+        return level - self._start_level
 
     def max_step(self, dim: KnobDim, side: int) -> float:
         """The largest step from ``top``: down, :func:`guards.step_down_limit`."""
@@ -333,7 +336,7 @@ class Search(Retests):
 
     def lowest_below(self, dim: KnobDim, base: Mapping[str, int]) -> int:
         """The smallest value a probe below ``base`` may take (:func:`guards.lowest_probe`)."""
-        if (headroom := self._headroom(dim)) is None:
+        if (headroom := self._headroom(dim, base)) is None:
             return dim.low
         return guards.lowest_probe(
             self._evidence, self._config, dim, self._cpu_count, base, headroom
