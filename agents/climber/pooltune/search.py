@@ -237,7 +237,7 @@ class Search(Retests):
                 step,
                 cpu_count=self._cpu_count,
                 range_high=high_cap,
-                floor=2 * self._cpu_count,
+                cold=True,
             )
         else:
             # Over-provisioned pools are checked downwards first, unless statements wait

@@ -1,8 +1,9 @@
 """A recommended start is a prior, not a fence: before the line search trusts the plausible
 range, the climb compares the start with a clearly smaller size, and from a start well
-above the cores keeps testing the cheap side down to the engine default while nothing
-there is shown to gain or to lose. A cold start far above the cores (someone's guess) is
-verified the same way, down to twice the cores. Why: docs/climber.md ("Search", warm start).
+above the cores keeps testing the cheap side down to the engine default (no lower than
+twice the cores where the default lies above them) while nothing there is shown to gain
+or to lose. A cold start far above the cores (someone's guess) is verified the same way,
+down to twice the cores. Why: docs/climber.md ("Search", warm start).
 """
 
 from __future__ import annotations
@@ -45,14 +46,15 @@ def verify_warm_start(
     *,
     cpu_count: int,
     range_high: int,
-    floor: int | None = None,
+    cold: bool = False,
 ) -> Program:
     """Compare the start with a clearly smaller size (half, as far as a probe may go),
     quickly (a loss is not worth measuring long: the economy walk looks for ties later).
     From a start above twice the cores, a tie or an unproven verdict there walks on down
-    (:func:`_walk_down`). Better below and the search runs down from it; otherwise the
-    range holds, with a first step up as large as a steep fall below says the peak lies
-    beyond the range."""
+    (:func:`_walk_down`; a ``cold`` start far above the cores, not a recommendation, has
+    the time to re-test the loss that would end it). Better below and the search runs down
+    from it; otherwise the range holds, with a first step up as large as a steep fall
+    below says the peak lies beyond the range."""
     dim = line.dim
     start = prober.top[dim.name]
     if start <= dim.low:
@@ -77,9 +79,9 @@ def verify_warm_start(
             line,
             smaller,
             rules,
-            floor=max(dim.low, floor or cpu_count),
+            floor=max(dim.low, 2 * cpu_count if cold else min(dim.default, 2 * cpu_count)),
             config=config,
-            retest_loss=floor is not None,
+            retest_loss=cold,
         )
         yield from _after_walk(prober, line, walk, start, step)
         return
