@@ -22,9 +22,10 @@ def visit(evidence: Evidence, size: int, values: list[float], *, locks: float = 
 
 def test_a_step_down_keeps_the_worst_case_above_the_start_from_the_level_it_leaves() -> None:
     """The worst case of a step down is throughput in proportion to the pool, counted from
-    the base's own level: from 4 at the start's level 4 × 0.6 = 2.4, rounded up to 3; from a
-    base already 5% below it, the same bound is 2.5 and still 3; from 10 at 20% below it,
-    10 × 0.6 × 1.25 = 7.5 → 8 (7 would risk 0.56 of the start)."""
+    the level the base measured against the start (``headroom``; the search passes the
+    base's own): from 4 at the start's level 4 × 0.6 = 2.4, rounded up to 3; from a base 5%
+    below it the bound is 2.5, still 3; from 10 at 20% below it, 10 × 0.6 × 1.25 = 7.5 → 8
+    (7 would risk 0.56 of the start), where at the start's level it is 6."""
     config = PooltuneConfig()
     evidence = Evidence(config)
     visit(evidence, 4, [1000.0, 1010.0])
