@@ -111,6 +111,9 @@ class LineSearch:
         self._climbed: list[tuple[float, float, float]] = []
         #: Coordinates of probes that lost beyond the tolerance (they bound the economy walk).
         self.worse: list[float] = []
+        #: Probes above the center judged level with it: ties that may hide a small gain,
+        #: which the economy walk's losses must not add to (:meth:`Search._economy`).
+        self.tied_above: list[dict[str, int]] = []
         self._forced = False
         #: A move was taken on a verdict the sample cap forced.
         self.unproven = False
@@ -148,6 +151,7 @@ class LineSearch:
         (a plateau, sizes that lost) still bounds the economy walk."""
         self.flat_votes += earlier.flat_votes
         self.worse.extend(earlier.worse)
+        self.tied_above.extend(earlier.tied_above)
         return self
 
     # ----------------------------------------------------------------- phases
@@ -240,6 +244,10 @@ class LineSearch:
         #: Whether the last verdict was forced by the sample cap (it proves nothing, so it
         #: never bounds the economy walk).
         self._forced = comparison.forced
+        if comparison.verdict is Verdict.EQUAL and self._coordinate(probe) > self._coordinate(
+            self.center
+        ):
+            self.tied_above.append(dict(probe))
         return comparison
 
     def _open(self, side: int) -> bool:

@@ -254,10 +254,13 @@ class Search(Retests):
         a probe show a tie within its samples at all (else the walk could only cost). On a
         plateau (a tie a large step away) a smaller pool may lose up to economy_epsilon;
         near a peak, ε, and only from a cold start (a recommended one already aims at the
-        smallest size near the best)."""
+        smallest size near the best); either less what a larger size level with the best
+        measured above it (:meth:`_tie_excess`)."""
         dim = self._space.size
         cfg = self._config
-        tolerance = cfg.economy_epsilon if line.flat_votes else cfg.epsilon
+        tolerance = (cfg.economy_epsilon if line.flat_votes else cfg.epsilon) - self._tie_excess(
+            line
+        )
         capped = self._evidence.noise() * math.sqrt(2.0 / cfg.economy_samples)
         if cfg.tie_z * capped >= tolerance or (self._recommended and not line.flat_votes):
             return
@@ -277,6 +280,25 @@ class Search(Retests):
         # Bisect down to the nearest size known to lose (a whole step if none is known).
         yield from walk.run(min(1.0, (center - walk.floor) / 2.0))
         self.top = dict(walk.chosen)
+
+    def _tie_excess(self, line: LineSearch) -> float:
+        """How far (log, paired in time) the largest size the line search found level with
+        ``top`` measured above it (0 if it did not, or has no recent samples): a tie kept may
+        hide that much loss, and the walk's own losses come on top of it, so it leaves the
+        walk that much less. The largest size only, not the luckiest of several ties on a
+        plateau."""
+        name = self._space.size.name
+        above = [
+            knobs
+            for knobs in line.tied_above
+            if knobs[name] > self.top[name]
+            and all(knobs[k] == v for k, v in self.top.items() if k != name)
+        ]
+        largest = max(above, key=lambda k: k[name], default=None)
+        if largest is None or not self._evidence.recent(largest):
+            return 0.0
+        gain, _ = self._evidence.difference(self.top, largest)
+        return max(0.0, gain)
 
     def _secondary_search(self, dim: KnobDim, step: float) -> Program:
         """Search another knob (ties keep the value). Its first gain is re-tested before the
