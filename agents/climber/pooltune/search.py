@@ -283,10 +283,10 @@ class Search(Retests):
 
     def _tie_excess(self, line: LineSearch) -> float:
         """How far (log, paired in time) the largest size the line search found level with
-        ``top`` measured above it (0 if it did not, or has no recent samples): a tie kept may
-        hide that much loss, and the walk's own losses come on top of it, so it leaves the
-        walk that much less. The largest size only, not the luckiest of several ties on a
-        plateau."""
+        ``top`` measured above it (0 if it did not, or either lacks recent samples): a tie
+        kept may hide that much loss, and the walk's own losses come on top of it, so it
+        leaves the walk that much less. The largest size only, not the luckiest of several
+        ties on a plateau."""
         name = self._space.size.name
         above = [
             knobs
@@ -295,7 +295,9 @@ class Search(Retests):
             and all(knobs[k] == v for k, v in self.top.items() if k != name)
         ]
         largest = max(above, key=lambda k: k[name], default=None)
-        if largest is None or not self._evidence.recent(largest):
+        if largest is None or not (
+            self._evidence.recent(largest) and self._evidence.recent(self.top)
+        ):
             return 0.0
         gain, _ = self._evidence.difference(self.top, largest)
         return max(0.0, gain)
