@@ -67,9 +67,13 @@ class EconomyWalk:
             if probe is None:
                 h /= 2.0
                 continue
-            verdict, forced = yield from self._prober.probe(
-                probe, rules=self._rules(probe), reference=self.best
-            )
+            rules = self._rules(probe)
+            if self._fell_below():
+                # Between the smallest tie and a size shown to lose the curve falls: there a
+                # plateau's tolerance buys a fraction of a step of threads for the loss it
+                # buys a whole step with on the plateau.
+                rules = replace(rules, loss_tolerance=min(self._tolerance, cfg.epsilon))
+            verdict, forced = yield from self._prober.probe(probe, rules=rules, reference=self.best)
             if verdict is Verdict.BETTER:
                 # A gain the sample cap forced is a tie; a shown one is re-tested.
                 verdict = Verdict.EQUAL if forced else (yield from self._gain_below(probe))
@@ -129,6 +133,11 @@ class EconomyWalk:
         if comparison.verdict is Verdict.WORSE:
             tied.pop()
             self.chosen = dict(tied[-1]) if tied else dict(self.best)
+
+    def _fell_below(self) -> bool:
+        """A size within one step (log2) below ``chosen`` was shown to lose or rolled back
+        from: the floor lies that close, so every probe of the walk lies on the fall."""
+        return self.floor > -math.inf and self._coordinate(self.chosen) - self.floor <= 1.0
 
     def _rules(self, probe: Mapping[str, int]) -> Rules:
         rules = economy_rules(self._config, probe, self.dim, self._cpu_count)
