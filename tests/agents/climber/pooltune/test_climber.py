@@ -662,9 +662,7 @@ def test_the_smallest_tie_is_re_tested_after_the_walks_budget_while_time_remains
 #: PgBouncer, ``pg_sleep(20 ms)`` × 128 clients on 2 cores, live (2026-12-07): a rise that
 #: flattens as the cores fill, 0.97 at 112 and 0.92 at 87 of 128's throughput (the sweep
 #: measured 20 and above; below 20 the rise is taken in proportion to the pool).
-SLEEP_20MS_128 = MeasuredCurve(
-    128, (2, 20, 32, 64, 128), (0.031, 0.313, 0.490, 0.855, 1.0), knob=SIZE
-)
+SLEEP_20MS_128 = MeasuredCurve(128, (2, 20, 32, 64, 128), (0.031, 0.313, 0.490, 0.855, 1.0))
 
 
 def test_a_tie_kept_below_a_larger_size_leaves_the_economy_walk_less() -> None:
@@ -681,7 +679,7 @@ def test_a_tie_kept_below_a_larger_size_leaves_the_economy_walk_less() -> None:
     ]
     peak = SLEEP_20MS_128.peak()
     finals = [SLEEP_20MS_128.expected(climber.best_tuple)[0] / peak for climber in climbers]
-    # Measured: 4 of 32 end below 0.95 of the best, the worst at 0.92 (before: 12 of 32).
+    # Measured: 4 of 32 end below 0.95 of the best, the worst at 0.944 (before: 12 of 32).
     assert sum(final < 0.95 for final in finals) <= 6, sorted(finals)[:8]
     assert min(finals) >= 0.9
 
