@@ -63,6 +63,13 @@ class Prober(Protocol):
         """The measured log gain of ``knobs`` over ``reference``."""
         ...
 
+    def paired_gain(
+        self, knobs: Mapping[str, int], reference: Mapping[str, int]
+    ) -> tuple[float, float] | None:
+        """The log gain of ``knobs`` over ``reference`` paired in time, and its standard
+        error; None while either lacks recent samples."""
+        ...
+
     def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         """The log loss of ``knobs`` under ``reference`` that holds without ``knobs``'
         lowest sample (one stall does not make a loss); 0 where there is none."""

@@ -175,7 +175,7 @@ class Search(Retests):
                     self._evidence.signal("host_cpu", self.top),
                 ),
                 cpu_count=self._cpu_count,
-                queues_on_locks=guards.queues_on_locks(self._evidence, cfg, self.top),
+                queues_on_locks=lambda knobs: guards.queues_on_locks(self._evidence, cfg, knobs),
             )
         )
 
@@ -295,12 +295,8 @@ class Search(Retests):
             and all(knobs[k] == v for k, v in self.top.items() if k != name)
         ]
         largest = max(above, key=lambda k: k[name], default=None)
-        if largest is None or not (
-            self._evidence.recent(largest) and self._evidence.recent(self.top)
-        ):
-            return 0.0
-        gain, _ = self._evidence.difference(self.top, largest)
-        return max(0.0, gain)
+        paired = None if largest is None else self.paired_gain(largest, self.top)
+        return 0.0 if paired is None else max(0.0, paired[0])
 
     def _secondary_search(self, dim: KnobDim, step: float) -> Program:
         """Search another knob (ties keep the value). Its first gain is re-tested before the
@@ -369,6 +365,13 @@ class Search(Retests):
     def gain(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         there, here = self._level(knobs), self._level(reference)
         return there - here if there is not None and here is not None else 0.0
+
+    def paired_gain(
+        self, knobs: Mapping[str, int], reference: Mapping[str, int]
+    ) -> tuple[float, float] | None:
+        if not (self._evidence.recent(knobs) and self._evidence.recent(reference)):
+            return None  # Evidence.difference needs recent samples of both
+        return self._evidence.difference(reference, knobs)
 
     def loss_shown(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         # After one sample (a collapse: its lag sample was the second witness), the plain loss.

@@ -18,13 +18,18 @@ from agents.climber import KnobSpace
 from agents.climber.base import KnobDim
 from agents.climber.pooltune.config import PooltuneConfig
 from agents.climber.pooltune.evidence import Comparison, Rules, Verdict
-from agents.climber.pooltune.far_end import far_end_size, look_a_step_above, look_at_far_end
+from agents.climber.pooltune.far_end import (
+    far_end_size,
+    look_a_step_above,
+    look_at_far_end,
+    next_size,
+)
 from agents.climber.pooltune.line_search import Request
-from agents.sim import NoiseConfig
+from agents.sim import NoiseConfig, ThroughputCurve
 from agents.sim.curves import FloatArray, KneeCurve
 from agents.sweep.stored import sweep_from_json
 
-from ..helpers import SIZE, drive, new
+from ..helpers import SIZE, MeasuredCurve, Run, drive, new
 
 DIM = KnobSpace.from_engine("mariadb", 2, names=[SIZE]).size
 
@@ -92,29 +97,45 @@ class ShelfThenOwnGroups(KneeCurve):
         return result
 
 
-def _final_sizes(
-    curve: KneeCurve,
+def _climbs(
+    curve: ThroughputCurve,
     cpu_busy: float,
     seeds: int = 8,
     host_cpu_busy: float | None = None,
     lock_waits: float | None = None,
-) -> list[tuple[int, int]]:
-    """(final size, largest size in force) of 300-sample climbs from the default."""
-    out = []
-    for seed in range(seeds):
-        run = drive(
+    *,
+    start: int = 2,
+    plausible: tuple[int, int] | None = None,
+    samples: int = 300,
+    cv: float = 0.05,
+) -> list[Run]:
+    """Climbs on 2 cores, one per seed, every sample carrying the given readings."""
+    return [
+        drive(
             new("pooltune", 2),
             curve,
-            start={SIZE: 2},
-            samples=300,
-            noise=NoiseConfig(cv=0.05),
+            start={SIZE: start},
+            samples=samples,
+            noise=NoiseConfig(cv=cv),
             seed=seed,
+            plausible_range={SIZE: plausible} if plausible else None,
             sample_filter=lambda _, sample: replace(
                 sample, cpu_busy=cpu_busy, host_cpu_busy=host_cpu_busy, lock_waits=lock_waits
             ),
         )
-        out.append((run.sizes[-1], max(run.sizes)))
-    return out
+        for seed in range(seeds)
+    ]
+
+
+def _final_sizes(
+    curve: KneeCurve,
+    cpu_busy: float,
+    host_cpu_busy: float | None = None,
+    lock_waits: float | None = None,
+) -> list[tuple[int, int]]:
+    """(final size, largest size in force) of 300-sample climbs from the default."""
+    runs = _climbs(curve, cpu_busy, host_cpu_busy=host_cpu_busy, lock_waits=lock_waits)
+    return [(run.sizes[-1], max(run.sizes)) for run in runs]
 
 
 SHELF = ShelfThenOwnGroups(rate=1000.0, knee_size=2.0, sharpness=64.0, connections=64, cores=2)
@@ -189,6 +210,47 @@ def test_a_curve_falling_above_its_best_is_probed_at_most_halfway_to_the_far_end
     assert all(final == 2 and largest <= 11 for final, largest in runs), runs
 
 
+#: PgBouncer TPC-B-like × 128 on 2 cores (`datasets/pgbouncer-2core-v1`, an Intel host):
+#: flat from 8 to 20 server connections, then a fall that steepens, 0.90 of the best at 32,
+#: 0.81 at 64, 0.69 at 128.
+TPCB_128 = MeasuredCurve(
+    128,
+    (1, 2, 4, 8, 12, 20, 32, 64, 128),
+    (0.422, 0.712, 0.847, 0.980, 1.0, 0.969, 0.903, 0.814, 0.692),
+)
+
+
+def test_a_fall_that_steepens_past_halfway_is_not_followed_to_the_far_end() -> None:
+    """Live, TPC-B-like × 128 tied halfway, at 32, within the loss that carried on keeps
+    the far end within ``rollback_drop``; the look at 128 read 0.65–0.77 of the top for
+    three samples (worst 10 s 0.78 of the start). Once the curve falls on the way, the next
+    probe is bounded by that fall, steepened; here the lock signal stays below
+    ``lock_contention`` at every size, so only the fall decides."""
+    worst, largest = [], []
+    for run in _climbs(
+        TPCB_128, 1.1, 16, 1.6, 0.1, start=13, plausible=(8, 20), samples=150, cv=0.03
+    ):
+        levels = np.convolve(run.expected, np.ones(5) / 5, mode="valid")
+        worst.append(float(levels.min() / levels[0]))
+        largest.append(max(run.sizes))
+    # Measured: worst 10 s ≥ 0.81 of the start in every run, no look past 98 (before: five
+    # of 16 runs looked at 128, four of them at 0.785).
+    assert min(worst) >= 0.8, sorted(worst)[:4]
+    assert max(largest) < 100, sorted(largest)
+
+
+def test_the_next_size_on_the_way_bounds_a_steepened_fall() -> None:
+    budget = -math.log1p(-0.15)
+    # No fall on the way: straight to the far end.
+    assert next_size(DIM, 16, 64, lost=0.0, slope=0.0, budget=budget) == 64
+    assert next_size(DIM, 16, 64, lost=0.03, slope=-0.01, budget=budget) == 64
+    # 4% per log2 unit, doubled on: the room left (0.08) lasts one unit.
+    assert next_size(DIM, 32, 128, lost=budget - 0.08, slope=0.04, budget=budget) == 64
+    # The budget spent already: no further.
+    assert next_size(DIM, 32, 128, lost=budget, slope=0.04, budget=budget) is None
+    assert next_size(DIM, 32, 128, lost=0.16, slope=10.0, budget=budget) is None
+
+
 class _Prober:
     """A prober whose probes answer from a table and whose re-test says ``confirmed``."""
 
@@ -197,13 +259,20 @@ class _Prober:
         self._verdicts = verdicts
         self._confirmed = confirmed
         self.retested: list[int] = []
+        self.probed: list[int] = []
 
     def probe(self, knobs: dict[str, int], *, rules: Rules) -> Generator[Request, None, Comparison]:
+        self.probed.append(knobs[SIZE])
         yield (knobs, 1)
         return self._verdicts[knobs[SIZE]]
 
     def gain(self, knobs: Mapping[str, int], reference: Mapping[str, int]) -> float:
         return -0.005
+
+    def paired_gain(
+        self, knobs: Mapping[str, int], reference: Mapping[str, int]
+    ) -> tuple[float, float] | None:
+        return (-0.005, 0.01)
 
     def confirm(
         self, dim: KnobDim, before: dict[str, int], after: dict[str, int]
@@ -221,7 +290,7 @@ def _run(program: Generator[Request, None, bool]) -> bool:
         return bool(stop.value)
 
 
-def _look(prober: _Prober) -> bool:
+def _look(prober: _Prober, locked: frozenset[int] = frozenset()) -> bool:
     return _run(
         look_at_far_end(
             prober,  # type: ignore[arg-type]
@@ -232,7 +301,7 @@ def _look(prober: _Prober) -> bool:
             ceiling=128,
             cpu_used=1.2,
             cpu_count=2,
-            queues_on_locks=False,
+            queues_on_locks=lambda knobs: knobs[SIZE] in locked,
         )
     )
 
@@ -281,3 +350,15 @@ def test_a_shown_gain_a_step_above_is_kept_and_no_gain_is_left() -> None:
     assert tie.top == {SIZE: 2} and tie.retested == []
     # At the ceiling already: nothing to look at.
     assert _run(look_a_step_above(tie, DIM, 2)) is False  # type: ignore[arg-type]
+
+
+def test_statements_queueing_on_row_locks_on_the_way_stop_the_look() -> None:
+    """Halfway tied, but its backends queue on row locks: more connections only queue
+    there too, so the far end is not probed; without that, it is."""
+    verdicts = {11: Comparison(Verdict.EQUAL), 64: Comparison(Verdict.BETTER)}
+    locked = _Prober(verdicts, confirmed=True)
+    assert _look(locked, locked=frozenset({11})) is False
+    assert locked.probed == [11]
+    free = _Prober(verdicts, confirmed=True)
+    assert _look(free) is True
+    assert free.probed == [11, 64] and free.top == {SIZE: 64}
