@@ -308,3 +308,44 @@ def test_repeated_warm_and_cold_runs_alternate_and_are_summarised_per_arm(
     assert "never [" in cold_summary and "0.90 [0.60, 1.00]" in cold_summary
     assert "0.60 [0.60, 0.60]" in cold_summary
     assert "1.00 [0.90, 1.00]" in warm_summary
+
+
+def test_a_climb_still_searching_when_the_run_stopped_is_said_so() -> None:
+    """The final size of a run whose climb had not ended is the one in force mid-search:
+    the check still scores it, and says so. A restart after a ``converged`` event means the
+    last climb had not ended; a record without events says nothing."""
+    from benchmarks.live.scoring import climb_ended, done_when
+
+    held = "78 converged 8: holding {'default_pool_size': 8}"
+    restart = "90 workload-change 25: throughput at {'default_pool_size': 25} fell"
+    assert climb_ended([held])
+    assert not climb_ended([])
+    assert not climb_ended([held, restart])
+    assert climb_ended([held, restart, held])
+    assert not climb_ended(["17 rollback 8: sharp drop at a probe"])
+
+    recorded = {
+        "sweep": {"8": [98.0, 102.0] * 4, "16": [98.0, 102.0] * 4},
+        "default_size": 16,
+        "agent": [100.0] * 40,
+        "agent_sizes": [16] * 40,
+        "final_size": 16,
+        "ab_ratio": 1.0,
+        "knob_changes": 0,
+        "climber_events": [],
+    }
+    searching = score_case("select_only", 32, recorded)
+    assert searching.settled is False
+    (economy,) = [c for c in done_when([searching]) if "flat" in c[1]]
+    assert economy == (
+        True,
+        "select_only x32 (flat): final size 16 ≤ 2 × smallest tied 8 (2.0×)"
+        " (the climb had not ended)",
+    )
+    ended = score_case("select_only", 32, {**recorded, "climber_events": [held]})
+    assert ended.settled is True
+    assert "had not ended" not in " ".join(text for _, text in done_when([ended]))
+    older = score_case(
+        "select_only", 32, {k: v for k, v in recorded.items() if k != "climber_events"}
+    )
+    assert older.settled is None

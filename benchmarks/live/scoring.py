@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.climber import RESTART_EVENTS, EventKind
 from agents.sweep import NOISE_Z, Point, best_value, smallest_within_noise, within_noise
 from benchmarks.live.cases import SAMPLE_S
 from benchmarks.scoring import first_sustained
@@ -56,6 +57,9 @@ class LiveCaseScore:
     #: The same safety figure for the server alone at the default size, no agent (None:
     #: no control was run): how much of ``worst_drop`` is the server's own drift.
     control_drop: float | None = None
+    #: The climb had ended (held a tuple) when the run stopped (None: the record keeps no
+    #: climber events). Where it had not, the final size is the one in force mid-search.
+    settled: bool | None = None
 
     @property
     def economy(self) -> float:
@@ -160,6 +164,21 @@ def dip(sizes: Sequence[int], oracle: Mapping[int, float], start_size: int) -> f
     return worst
 
 
+def climb_ended(events: Sequence[str]) -> bool:
+    """Whether the last climb of a run's events (``"<step> <kind> <size>: <reason>"``, as
+    ``agent_runs.event_lines`` writes them) ended holding a tuple: a ``converged`` event with
+    no restart after it."""
+    ended = False
+    for line in events:
+        parts = line.split(maxsplit=2)
+        kind = parts[1] if len(parts) > 1 else ""
+        if kind == EventKind.CONVERGED.value:
+            ended = True
+        elif kind in {k.value for k in RESTART_EVENTS}:
+            ended = False
+    return ended
+
+
 def score_case(workload: str, clients: int, case: Mapping[str, Any]) -> LiveCaseScore:
     """A case's figures from its raw samples (what ``--json`` writes)."""
     points = sweep_points(case["sweep"])
@@ -201,6 +220,7 @@ def score_case(workload: str, clients: int, case: Mapping[str, Any]) -> LiveCase
         )
         or oracle_size,
         control_drop=safety(control) if control else None,
+        settled=climb_ended(case["climber_events"]) if "climber_events" in case else None,
     )
 
 
@@ -244,19 +264,25 @@ def done_when(results: Sequence[LiveCaseScore]) -> list[tuple[bool, str]]:
     checks: list[tuple[bool, str]] = []
     for r in results:
         name = f"{r.workload} x{r.clients}"
+        # Said, not excused: the five minutes are the bar's; a climb still searching then
+        # is scored on the size it had in force.
+        unended = " (the climb had not ended)" if r.settled is False else ""
         if r.differs:
             reached = r.t95_s is not None and r.t95_s <= TARGET_S
             t95 = "never" if r.t95_s is None else f"{r.t95_s:.0f} s"
             checks.append((reached, f"{name}: 95% of the oracle within 5 min (T95 {t95})"))
             checks.append(
-                (r.sweep_final >= TARGET_SHARE, f"{name}: ends at {r.sweep_final:.2f} of it")
+                (
+                    r.sweep_final >= TARGET_SHARE,
+                    f"{name}: ends at {r.sweep_final:.2f} of it{unended}",
+                )
             )
         else:
             checks.append(
                 (
                     r.economy <= 2.0,
                     f"{name} (flat): final size {r.final_size} ≤ 2 × smallest tied "
-                    f"{r.smallest_tied} ({r.economy:.1f}×)",
+                    f"{r.smallest_tied} ({r.economy:.1f}×){unended}",
                 )
             )
         control = "" if r.control_drop is None else f" (no agent: {r.control_drop:.2f})"
