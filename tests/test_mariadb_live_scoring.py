@@ -314,7 +314,8 @@ def test_a_climb_still_searching_when_the_run_stopped_is_said_so() -> None:
     """The final size of a run whose climb had not ended is the one in force mid-search:
     the check still scores it, and says so. A restart after a ``converged`` event means the
     last climb had not ended; a record without events says nothing."""
-    from benchmarks.live.scoring import climb_ended, done_when
+    from benchmarks.live.agent_runs import climb_ended
+    from benchmarks.live.scoring import done_when
 
     held = "78 converged 8: holding {'default_pool_size': 8}"
     restart = "90 workload-change 25: throughput at {'default_pool_size': 25} fell"
@@ -322,6 +323,9 @@ def test_a_climb_still_searching_when_the_run_stopped_is_said_so() -> None:
     assert not climb_ended([])
     assert not climb_ended([held, restart])
     assert climb_ended([held, restart, held])
+    # The agent profiled a changed workload and started a new climber: not ended yet.
+    assert not climb_ended([held, "climb 2"])
+    assert climb_ended([held, "climb 2", held])
     assert not climb_ended(["17 rollback 8: sharp drop at a probe"])
 
     recorded = {

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.climber.base import Climber, ClimberEvent, KnobSpace
+from agents.climber.base import RESTART_EVENTS, Climber, ClimberEvent, EventKind, KnobSpace
 from agents.config import AgentConfig, parse_config
 from agents.service_client import ServiceClient, enroll_agent
 from agents.targets.base import Target
@@ -42,6 +42,24 @@ def event_lines(events: list[ClimberEvent], knob: str) -> list[str]:
     """The climber's events as a live run keeps them: its step, the event, the size in
     force and the reason, so that a run shows which rule acted (a rollback, a change)."""
     return [f"{e.step} {e.kind.value} {e.knobs.get(knob, '?')}: {e.reason}" for e in events]
+
+
+#: The event kinds that begin a climb again, as :func:`event_lines` writes them.
+_RESTARTS = frozenset(kind.value for kind in RESTART_EVENTS)
+
+
+def climb_ended(lines: Sequence[str]) -> bool:
+    """Whether the last climb of :func:`run_event_lines` ended holding a tuple: a
+    ``converged`` event with no restart, nor a new climber's ``climb N`` line, after it."""
+    ended = False
+    for line in lines:
+        parts = line.split(maxsplit=2)
+        kind = parts[1] if len(parts) > 1 else ""
+        if kind == EventKind.CONVERGED.value:
+            ended = True
+        elif kind in _RESTARTS or parts[0] == "climb":
+            ended = False
+    return ended
 
 
 def run_event_lines(climbers: Sequence[Climber], knob: str) -> list[str]:

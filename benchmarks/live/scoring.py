@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.climber import RESTART_EVENTS, EventKind
 from agents.sweep import NOISE_Z, Point, best_value, smallest_within_noise, within_noise
+from benchmarks.live.agent_runs import climb_ended
 from benchmarks.live.cases import SAMPLE_S
 from benchmarks.scoring import first_sustained
 
@@ -162,21 +162,6 @@ def dip(sizes: Sequence[int], oracle: Mapping[int, float], start_size: int) -> f
             worst = min(worst, sweep_at(oracle, sizes[start]) / reference)
         start = index
     return worst
-
-
-def climb_ended(events: Sequence[str]) -> bool:
-    """Whether the last climb of a run's events (``"<step> <kind> <size>: <reason>"``, as
-    ``agent_runs.event_lines`` writes them) ended holding a tuple: a ``converged`` event with
-    no restart after it."""
-    ended = False
-    for line in events:
-        parts = line.split(maxsplit=2)
-        kind = parts[1] if len(parts) > 1 else ""
-        if kind == EventKind.CONVERGED.value:
-            ended = True
-        elif kind in {k.value for k in RESTART_EVENTS}:
-            ended = False
-    return ended
 
 
 def score_case(workload: str, clients: int, case: Mapping[str, Any]) -> LiveCaseScore:
