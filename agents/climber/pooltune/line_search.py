@@ -235,7 +235,7 @@ class LineSearch:
                 # Inside a bracket the curve's shape leaves only a small gain: a large one
                 # may be the server moving, so the reference is looked at again first.
                 verdict, _ = yield from self._probe(probe, witness_gain=True)
-                if verdict is Verdict.BETTER:
+                if verdict is Verdict.BETTER or self._leans_to(verdict, probe):
                     self._bound_behind(side)
                     self._climb_to(probe, h)
                     break
@@ -305,6 +305,14 @@ class LineSearch:
 
     def _coordinate(self, knobs: Mapping[str, int]) -> float:
         return self.dim.to_unit(knobs[self.dim.name])
+
+    def _leans_to(self, verdict: Verdict, probe: Mapping[str, int]) -> bool:
+        """A tie inside the bracket of a knob shown to matter (its first gain survived its
+        re-test) goes to the value that measured higher: both lie within ε of each other,
+        and ties keep the value only so that a knob without effect stays at its default."""
+        if verdict is not Verdict.EQUAL or self.confirmed is None:
+            return False
+        return self._prober.gain(probe, self.center) > 0
 
     def _looks_farther(
         self, verdict: Verdict, forced: bool, side: int, h: float, *, first: bool = False
