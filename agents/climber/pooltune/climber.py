@@ -228,7 +228,10 @@ class PooltuneClimber(Climber):
         request = self._search.next_request()
         if self._search.changed is not None:
             self._event(EventKind.WORKLOAD_CHANGE, self._search.changed)
-            self._start_climb(cold=True, chosen=True)
+            # The tuple in force is one this climber chose only once the size was located
+            # there: a start far above the cores not yet verified stays a guess.
+            chosen = self._search.located and self._current == self._search.top
+            self._start_climb(cold=True, chosen=chosen)
             return
         if request is None:
             self._enter_hold()

@@ -57,7 +57,7 @@ class Search(Retests):
         #: to verify downwards).
         self._chosen = chosen
         #: The size was located once already (a later search starts from a measured best).
-        self._located = False
+        self.located = False
         #: The best tuple measured so far (the chosen one once the climb is over).
         self.top = dict(start)
         #: The tuple last requested: in force while its samples come in.
@@ -242,11 +242,12 @@ class Search(Retests):
         else:
             # Over-provisioned pools are checked downwards first, unless statements wait
             # off the CPU at the start (idle cores, no row-lock queue: more may gain).
-            busy = self._located or not self._waits_off_cpu(self.top)
+            busy = self.located or not self._waits_off_cpu(self.top)
             first_side = -1 if self.top[dim.name] > 2 * self._cpu_count and busy else 1
             yield from line.run(step, first_side)
         self.top = dict(line.center)
-        self._located = True
+        # A climb that must start again unwinds without measuring: it located nothing.
+        self.located = self.changed is None
         return line
 
     def _economy(self, line: LineSearch) -> Program:

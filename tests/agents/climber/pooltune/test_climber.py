@@ -116,7 +116,9 @@ def climb_a_slowly_opening_pool(
         throughput = curve.expected({SIZE: round(effective)})[0] * (1 + rng.normal(0, 0.01))
         settling = (always or opened > before) if flagged else None
         knobs = climber.step(Sample(throughput, 128, None, dict(knobs), settling=settling))
-    assert climber.converged
+    # Unflagged, the opening reads as workload changes that restart the climb, each of them
+    # before the size is located: such a run may still be searching.
+    assert climber.converged or not flagged
     changes = sum(e.kind is EventKind.WORKLOAD_CHANGE for e in climber.events)
     return climber.best_tuple[SIZE], changes
 
