@@ -138,29 +138,49 @@ def test_the_walk_down_a_flat_tail_ends_at_twice_the_cores() -> None:
     assert min(worst) >= 0.75, worst
 
 
+def switching_runs(
+    first: ThroughputCurve,
+    second: ThroughputCurve,
+    *,
+    at: int,
+    start: int,
+    cpus: int,
+    seeds: int,
+    samples: int = 160,
+    space: KnobSpace | None = None,
+) -> list[tuple[PooltuneClimber, Run]]:
+    """Cold runs from pool size ``start`` at 5% noise, one per seed, whose server switches
+    from ``first`` to ``second`` at sample ``at`` (``space``: the pool size alone unless
+    told)."""
+
+    def switch(index: int, server: object) -> None:
+        if index == at:
+            server.switch_workload(second)  # type: ignore[attr-defined]
+
+    runs = []
+    for seed in range(seeds):
+        climber = pooltune(cpus, space)
+        run = drive(
+            climber,
+            first,
+            start={SIZE: start},
+            samples=samples,
+            noise=NoiseConfig(cv=0.05),
+            seed=seed,
+            hook=switch,
+        )
+        runs.append((climber, run))
+    return runs
+
+
 def test_a_workload_change_during_the_search_restarts_it() -> None:
     """The optimum moves from 8 to 48 while the climber is still searching (sample 20):
     the best tuple, measured again between probes, has moved beyond the noise, so the
     search starts again instead of converging on stale measurements."""
     first = UslCurve.with_peak_at(8, connections=1000, cores=8)
     second = UslCurve.with_peak_at(48, rate=3000.0, connections=1000, cores=8)
-
-    def switch(index: int, server: object) -> None:
-        if index == 20:
-            server.switch_workload(second)  # type: ignore[attr-defined]
-
     back = []
-    for seed in range(4):
-        climber = pooltune()
-        run = drive(
-            climber,
-            first,
-            start={SIZE: 1},
-            samples=160,
-            noise=NoiseConfig(cv=0.05),
-            seed=seed,
-            hook=switch,
-        )
+    for climber, run in switching_runs(first, second, at=20, start=1, cpus=8, seeds=4):
         changes = [e.step for e in climber.events if e.kind is EventKind.WORKLOAD_CHANGE]
         converged = [e.step for e in climber.events if e.kind is EventKind.CONVERGED]
         assert changes and changes[0] <= 30 and (not converged or changes[0] < converged[0])
@@ -306,24 +326,18 @@ def test_a_change_while_a_start_far_above_the_cores_is_verified_leaves_it_a_gues
     shares = (0.52, 0.91, 1.0, 0.94, 0.75, 0.59, 0.24, 0.07, 0.05, 0.05)
     first = MeasuredCurve(200, sizes, shares)
     second = MeasuredCurve(200, sizes, tuple(0.4 * share for share in shares))
-
-    def switch(index: int, server: object) -> None:
-        if index == 9:
-            server.switch_workload(second)  # type: ignore[attr-defined]
-
     finals = []
-    for seed in range(10):
-        climber = pooltune(2, KnobSpace.from_engine("mariadb", 2))
-        run = drive(
-            climber,
-            first,
-            start={SIZE: 128},
-            samples=200,
-            noise=NoiseConfig(cv=0.05),
-            seed=seed,
-            hook=switch,
-        )
-        assert any(e.kind is EventKind.WORKLOAD_CHANGE for e in climber.events), seed
+    for climber, run in switching_runs(
+        first,
+        second,
+        at=9,
+        start=128,
+        cpus=2,
+        seeds=10,
+        samples=200,
+        space=KnobSpace.from_engine("mariadb", 2),
+    ):
+        assert any(e.kind is EventKind.WORKLOAD_CHANGE for e in climber.events)
         finals.append(float(np.mean(run.expected[-60:])) / (0.4 * first.peak()))
     # Measured: 10 of 10 at ≥ 0.97 of the new best (the restart holding 128 as chosen: 3
     # of 10, the others at 0.05-0.33).
