@@ -246,8 +246,8 @@ class Search(Retests):
             first_side = -1 if self.top[dim.name] > 2 * self._cpu_count and busy else 1
             yield from line.run(step, first_side)
         self.top = dict(line.center)
-        # A climb that must start again unwinds without measuring: it located nothing.
-        self.located = self.changed is None
+        # A climb that must start again unwinds without measuring: it located nothing new.
+        self.located = self.located or self.changed is None
         return line
 
     def _economy(self, line: LineSearch) -> Program:
