@@ -369,7 +369,7 @@ def finals_after_an_unseen_move(
             hook=switch_during_tuple_search(climber, second, switched, after=8),  # type: ignore[arg-type]
         )
         assert switched, seed
-        finals.append(float(np.mean(run.expected[-60:])) / (0.4 * first.peak()))
+        finals.append(float(np.mean(run.expected[-60:])) / second.peak())
     return finals
 
 
