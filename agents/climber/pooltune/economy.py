@@ -50,6 +50,8 @@ class EconomyWalk:
         #: The climber's step count: the walk spends at most ``economy_budget`` steps.
         self._clock = clock
         self._climb_began = climb_began
+        #: Sizes whose tie fresh samples already showed (a gain below, re-tested and tied).
+        self._retested: list[dict[str, int]] = []
 
     def run(self, step: float) -> Program:
         """Bisect down from ``chosen``: a shown tie is chosen (and the step grows), a proven
@@ -98,18 +100,21 @@ class EconomyWalk:
     def _gain_below(self, probe: dict[str, int]) -> Generator[Request, None, Verdict]:
         """A smaller pool measured better than the best: on a plateau under drift that is
         often luck, and taking it as the new reference would let the next ties lose on top
-        of its hidden loss. The gain is re-tested on fresh samples; unconfirmed, it is a tie."""
-        comparison = yield from self._prober.retest(
-            self.best, probe, rules=Rules(stay=True, z=self._config.confirm_z)
-        )
+        of its hidden loss. The gain is re-tested on fresh samples; unconfirmed, it is a tie,
+        and one those fresh samples kept inside the tolerance needs no second re-test."""
+        rules = Rules(stay=True, z=self._config.confirm_z, loss_tolerance=self._tolerance)
+        comparison = yield from self._prober.retest(self.best, probe, rules=rules)
+        if comparison.verdict is Verdict.EQUAL:
+            self._retested.append(dict(probe))
         return Verdict.BETTER if comparison.verdict is Verdict.BETTER else Verdict.EQUAL
 
     def _retest(self, tied: list[dict[str, int]], deadline: int) -> Program:
         """The walk keeps the smallest of the sizes it accepted, so the one whose samples
         flattered it most is the likeliest kept (the winner's curse): it must show its tie
         with the best again on fresh samples, else the walk backs off to the next larger
-        size it accepted."""
-        if not tied:
+        size it accepted. A tie that fresh samples already showed (:meth:`_gain_below`) is
+        not looked at again."""
+        if not tied or self.chosen in self._retested:
             return
         # The re-test runs past the walk's budget, but not into the time the climb needs
         # to settle: four visits and the lag after each change.
